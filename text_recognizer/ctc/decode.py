@@ -1,0 +1,65 @@
+"""Greedy (best-path) CTC decoding.
+
+Take the most likely class per frame, merge runs of the same class, drop blanks, and map the ids
+to characters with the codec. Returns plain Python strings, never tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from text_recognizer.codec import BLANK_ID, Codec
+
+
+@dataclass(frozen=True)
+class DecodedLine:
+    """A decoded line: its text and a confidence in [0, 1].
+
+    The confidence is the geometric mean over the line's frames of the best class probability,
+    i.e. ``exp(mean_t max_c log p_t(c))``: 1 when the model is certain of every frame.
+    """
+
+    text: str
+    confidence: float
+
+
+def collapse(ids: list[int], blank: int = BLANK_ID) -> list[int]:
+    """Merge adjacent repeats, then drop blanks: ``[1, 1, 0, 1, 2, 2] -> [1, 1, 2]``."""
+    out = []
+    previous = None
+    for i in ids:
+        if i != previous and i != blank:
+            out.append(i)
+        previous = i
+    return out
+
+
+@torch.no_grad()
+def ctc_decode(
+    logits: torch.Tensor, codec: Codec, lengths: torch.Tensor | None = None
+) -> list[DecodedLine]:
+    """Greedy-decode ``(B, T, C)`` logits (or log-probabilities) into ``B`` lines.
+
+    ``lengths`` (``(B,)``) gives the valid frames of each sample; frames past it are ignored.
+    """
+    if logits.dim() != 3:
+        raise ValueError(f"logits must be (B, T, C), got shape {tuple(logits.shape)}")
+    if logits.shape[-1] != codec.num_classes:
+        raise ValueError(f"logits have {logits.shape[-1]} classes but the codec has {codec.num_classes}")
+    batch, frames, _ = logits.shape
+    log_probs = logits.float().log_softmax(-1)  # (B, T, C)
+    best_log_prob, best_id = log_probs.max(-1)  # (B, T), (B, T)
+    if lengths is None:
+        lengths = torch.full((batch,), frames, dtype=torch.int64)
+    lengths = lengths.to("cpu").tolist()
+    best_id = best_id.cpu().tolist()
+    best_log_prob = best_log_prob.cpu()
+    lines = []
+    for b in range(batch):
+        n = int(lengths[b])
+        ids = collapse(best_id[b][:n])
+        confidence = float(best_log_prob[b, :n].mean().exp()) if n > 0 else 0.0
+        lines.append(DecodedLine(text=codec.decode(ids), confidence=confidence))
+    return lines
