@@ -1,0 +1,465 @@
+"""Offline synthetic handwriting lines: the built-in default training data.
+
+Nothing is downloaded. Text comes from a frequency-ranked English word list shipped in
+``text_recognizer.data.words`` (sampled Zipf-like, with sentence capitals, names, numbers, times and
+IAM-style punctuation). Images are drawn from the Hershey stroke fonts of the ``hershey-fonts``
+package, treated as pen trajectories: every line gets its own font, slant, width, letter spacing,
+baseline drift, per-glyph jitter (position, scale, rotation), a smooth elastic warp of the
+trajectories, pen width, ink and paper tone, uneven paper, blur and noise. Strokes are drawn with
+round joins and caps at 2x resolution and box-downsampled for anti-aliasing.
+
+Every text is encodable with ``text_recognizer.codec.DEFAULT_CHARSET`` (IAM's 79 characters).
+
+Determinism: ``SyntheticLines(seed=s)[i]`` derives its own ``numpy.random.Generator`` from
+``(s, i)``, so the same (seed, index) gives a bitwise identical image and text regardless of worker
+processes or call order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from PIL import Image, ImageDraw, ImageFilter
+
+from text_recognizer.codec import DEFAULT_CHARSET
+from text_recognizer.data.words import sampling_cdf, words
+
+__all__ = ["SyntheticLines", "render_line", "sample_text", "FONT_WEIGHTS"]
+
+# ----------------------------------------------------------------------------------------------
+# Fonts
+# ----------------------------------------------------------------------------------------------
+
+#: Hershey fonts used, with their sampling weights. The script faces look most like handwriting;
+#: the upright single-stroke faces add print-like hands.
+FONT_WEIGHTS: dict[str, float] = {
+    "scripts": 0.26,  # simplex script
+    "cursive": 0.22,  # script variant with joined letters
+    "scriptc": 0.14,  # complex (double-stroke) script
+    "futural": 0.14,  # simplex sans
+    "rowmans": 0.10,  # simplex roman
+    "futuram": 0.05,  # duplex sans
+    "timesi": 0.09,  # italic
+}
+
+_MAX_SEGMENT = 0.4  # longest trajectory segment after subdivision, in x-heights
+
+
+@dataclass(frozen=True)
+class _Glyph:
+    points: np.ndarray  # (n, 2) float64, x from the glyph's left side, y down, baseline at 0, x-height 1
+    stroke_lengths: tuple[int, ...]  # points per stroke, in order
+    advance: float  # horizontal advance in x-heights
+
+
+@dataclass(frozen=True)
+class _Font:
+    name: str
+    glyphs: dict[str, _Glyph]
+    ascent: float  # cap line above the baseline, in x-heights (positive)
+    descent: float  # bottom line below the baseline, in x-heights (positive)
+    upright: bool
+
+
+def _subdivide(stroke: np.ndarray) -> np.ndarray:
+    """Insert points so that no segment is longer than ``_MAX_SEGMENT`` (lets the warp bend it)."""
+    if len(stroke) < 2:
+        return stroke
+    out = [stroke[:1]]
+    for a, b in zip(stroke[:-1], stroke[1:]):
+        n = max(1, int(math.ceil(float(np.hypot(*(b - a))) / _MAX_SEGMENT)))
+        t = np.arange(1, n + 1, dtype=np.float64)[:, None] / n
+        out.append(a + (b - a) * t)
+    return np.concatenate(out)
+
+
+def _load_font(name: str) -> _Font:
+    from HersheyFonts import HersheyFonts  # imported lazily: only the renderer needs it
+
+    font = HersheyFonts()
+    font.load_default_font(name)
+    opts = font.render_options
+    base = float(opts["base_line"])
+    raw = font.all_glyphs
+    (_, x_top), _ = raw["x"].draw_box
+    x_height = base - float(x_top)
+    glyphs: dict[str, _Glyph] = {}
+    for ch in DEFAULT_CHARSET:
+        g = raw.get(ch)
+        if g is None:
+            continue
+        left = float(g.left_offset)
+        strokes = []
+        for s in g.strokes:
+            arr = (np.asarray(s, dtype=np.float64) - (left, base)) / x_height
+            if len(arr) == 1:  # a dot: make it a tiny segment so that it is drawn
+                arr = np.concatenate([arr, arr + (0.02, 0.0)])
+            strokes.append(_subdivide(arr))
+        pts = np.concatenate(strokes) if strokes else np.zeros((0, 2))
+        glyphs[ch] = _Glyph(pts, tuple(len(s) for s in strokes), float(g.char_width) / x_height)
+    return _Font(
+        name=name,
+        glyphs=glyphs,
+        ascent=(base - float(opts["cap_line"])) / x_height,
+        descent=(float(opts["bottom_line"]) - base) / x_height,
+        upright=name in {"futural", "futuram", "rowmans"},
+    )
+
+
+_FONTS: dict[str, _Font] = {}
+
+
+def _font(name: str) -> _Font:
+    f = _FONTS.get(name)
+    if f is None:
+        f = _FONTS[name] = _load_font(name)
+    return f
+
+
+_FONT_NAMES = tuple(FONT_WEIGHTS)
+_FONT_P = np.asarray([FONT_WEIGHTS[n] for n in _FONT_NAMES], dtype=np.float64)
+_FONT_P = _FONT_P / _FONT_P.sum()
+
+# ----------------------------------------------------------------------------------------------
+# Rendering
+# ----------------------------------------------------------------------------------------------
+
+_SS = 2  # supersampling factor
+
+
+def _smooth_curve(rng: np.random.Generator, x: np.ndarray, step: float, sigma: float) -> np.ndarray:
+    """A smooth random walk evaluated at ``x`` (knots every ``step``, linear interpolation)."""
+    lo, hi = float(x.min()), float(x.max())
+    n = int((hi - lo) / step) + 3
+    knots = np.cumsum(rng.normal(0.0, sigma, n))
+    knots -= knots.mean()
+    return np.interp(x, lo + step * np.arange(n), knots)
+
+
+def _warp(rng: np.random.Generator, pts: np.ndarray, amp: float) -> np.ndarray:
+    """Smooth random displacement field (sum of a few random plane waves) applied to points."""
+    k = 3
+    freq = rng.uniform(0.8, 3.0, (2, k)) * np.where(rng.random((2, k)) < 0.5, -1.0, 1.0)
+    ang = rng.uniform(0, 2 * np.pi, (2, k))
+    phase = rng.uniform(0, 2 * np.pi, (2, k))
+    amps = rng.uniform(0.3, 1.0, (2, k)) * (amp / k)
+    kx, ky = freq * np.cos(ang), freq * np.sin(ang)
+    arg = pts[:, :1, None] * kx[None] + pts[:, 1:, None] * ky[None] + phase[None]  # (n, 2, k)
+    disp = (np.sin(arg) * amps[None]).sum(-1)
+    return pts + disp
+
+
+def render_line(text: str, rng: np.random.Generator, height: int = 64) -> Image.Image:
+    """Render one handwriting-like line of ``text``: mode "L", dark ink on light paper, ``height`` px."""
+    font = _font(_FONT_NAMES[int(rng.choice(len(_FONT_NAMES), p=_FONT_P))])
+
+    # --- line style -------------------------------------------------------------------------
+    hscale = rng.uniform(0.78, 1.12)
+    tracking = rng.uniform(-0.08, 0.12)  # extra space between letters, x-heights
+    space_mul = rng.uniform(0.55, 1.15)
+    slant = rng.normal(0.02, 0.10) if not font.upright else rng.normal(0.16, 0.12)
+    slant = float(np.clip(slant, -0.25, 0.5))
+    g_scale_sd = rng.uniform(0.02, 0.08)
+    g_rot_sd = rng.uniform(0.0, 0.06)
+    g_dx_sd = rng.uniform(0.0, 0.06)
+    g_dy_sd = rng.uniform(0.0, 0.08)
+
+    # --- layout: gather glyph trajectories ----------------------------------------------------
+    parts: list[np.ndarray] = []
+    lengths: list[int] = []
+    owner: list[int] = []
+    origins: list[float] = []
+    x = 0.0
+    gi = 0
+    space_adv = font.glyphs[" "].advance * space_mul
+    n = len(text)
+    jit = rng.normal(0.0, 1.0, (max(n, 1), 5))
+    for i, ch in enumerate(text):
+        g = font.glyphs.get(ch)
+        if ch == " " or g is None or len(g.points) == 0:
+            x += space_adv * (1.0 + 0.15 * jit[i, 0])
+            continue
+        parts.append(g.points * (hscale, 1.0) + (x, 0.0))
+        lengths.extend(g.stroke_lengths)
+        owner.append(len(g.points))
+        origins.append(x + 0.5 * g.advance * hscale)
+        x += g.advance * hscale + tracking + 0.04 * jit[i, 1]
+        gi += 1
+
+    if not parts:  # blank line: just paper
+        pts = np.zeros((0, 2))
+    else:
+        pts = np.concatenate(parts)
+        gidx = np.repeat(np.arange(gi), owner)
+        gj = jit[: max(gi, 1)]
+        # per-glyph jitter: scale and rotation about the glyph's centre on the baseline, shift
+        s = 1.0 + g_scale_sd * np.clip(gj[:, 2], -2.5, 2.5)
+        th = g_rot_sd * np.clip(gj[:, 3], -2.5, 2.5)
+        dx = g_dx_sd * rng.normal(0.0, 1.0, gi)
+        dy = g_dy_sd * np.clip(gj[:, 4], -2.5, 2.5)
+        cx = np.asarray(origins)[gidx]
+        cy = -0.5
+        px, py = pts[:, 0] - cx, pts[:, 1] - cy
+        c, sn, sc = np.cos(th)[gidx], np.sin(th)[gidx], s[gidx]
+        pts = np.stack(
+            [sc * (c * px - sn * py) + cx + dx[gidx], sc * (sn * px + c * py) + cy + dy[gidx]], axis=1
+        )
+        # elastic warp of the trajectories
+        pts = _warp(rng, pts, rng.uniform(0.02, 0.10))
+        # slant (shear about the baseline): y is down, so ascenders lean right for slant > 0
+        pts[:, 0] -= slant * pts[:, 1]
+        # baseline drift: slope + low-frequency sine + smooth random walk, along x
+        xs = pts[:, 0]
+        drift = rng.normal(0.0, 0.012) * xs
+        drift += rng.uniform(0.0, 0.18) * np.sin(xs / rng.uniform(6.0, 25.0) + rng.uniform(0, 2 * np.pi))
+        drift += _smooth_curve(rng, xs, rng.uniform(2.0, 6.0), rng.uniform(0.0, 0.08))
+        pts[:, 1] += drift
+
+    # --- map to pixels -------------------------------------------------------------------------
+    H = height * _SS
+    nominal = font.ascent + font.descent
+    if len(pts):
+        y0, y1 = float(pts[:, 1].min()), float(pts[:, 1].max())
+        x0, x1 = float(pts[:, 0].min()), float(pts[:, 0].max())
+    else:
+        y0, y1, x0, x1 = -font.ascent, font.descent, 0.0, max(x, 1.0)
+    span = max(y1 - y0, 0.8 * nominal)
+    pad = span - (y1 - y0)
+    m_top, m_bot = rng.uniform(0.02, 0.12, 2)
+    scale = H / (span * (1.0 + m_top + m_bot))  # canvas px per x-height
+    top = y0 - pad * rng.uniform(0.3, 0.7) - span * m_top
+    # keep the mean character advance in a handwriting-like range (output px at this height)
+    n_chars = max(len(text), 1)
+    per_char = (x1 - x0) * scale / _SS / n_chars
+    lo, hi = 0.19 * height, 0.40 * height
+    xfac = 1.0
+    if per_char < lo:
+        xfac = lo / per_char
+    elif per_char > hi:
+        xfac = hi / per_char
+    margin_l, margin_r = rng.uniform(2.0, 10.0, 2) * _SS
+    W = int(math.ceil((x1 - x0) * scale * xfac + margin_l + margin_r))
+    W = max(W + (-W) % _SS, 4 * _SS)
+
+    pen = max(1.0, rng.uniform(0.032, 0.072) * H)  # canvas px
+    mask = Image.new("L", (W, H), 0)
+    if len(pts):
+        cvs = np.empty_like(pts)
+        cvs[:, 0] = (pts[:, 0] - x0) * scale * xfac + margin_l
+        cvs[:, 1] = (pts[:, 1] - top) * scale
+        draw = ImageDraw.Draw(mask)
+        flat = [tuple(p) for p in cvs.tolist()]
+        # Round pen without PIL's slow Python-level "curve" joints: draw plain polylines and put a
+        # disc on every stroke end and every vertex where the direction turns sharply.
+        d = np.diff(cvs, axis=0)
+        d /= np.maximum(np.hypot(d[:, 0], d[:, 1]), 1e-9)[:, None]
+        turn = np.ones(len(cvs), dtype=bool)  # True where a disc is needed
+        turn[1:-1] = (d[:-1] * d[1:]).sum(1) < 0.93
+        ends = np.cumsum(lengths)
+        turn[ends - 1] = True
+        turn[ends - np.asarray(lengths)] = True
+        widths = pen * (1.0 + 0.12 * rng.normal(0.0, 1.0, len(lengths)))
+        start = 0
+        for L, w in zip(lengths, widths):
+            wi = max(1, int(round(w)))
+            draw.line(flat[start : start + L], fill=255, width=wi)
+            if wi >= 3:
+                r = wi / 2.0 - 0.25
+                for k in np.flatnonzero(turn[start : start + L]):
+                    px_, py_ = flat[start + k]
+                    draw.ellipse((px_ - r, py_ - r, px_ + r, py_ + r), fill=255)
+            start += L
+    mask = mask.reduce(_SS)
+    if rng.random() < 0.5:
+        mask = mask.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 0.9)))
+
+    # --- ink, paper, noise ----------------------------------------------------------------------
+    m = np.asarray(mask, dtype=np.float32) * (rng.uniform(0.75, 1.0) / 255.0)
+    h, w = m.shape
+    paper = rng.uniform(195.0, 250.0)
+    gx = np.linspace(-1.0, 1.0, w, dtype=np.float32)[None, :] * rng.uniform(-12, 12)
+    gy = np.linspace(-1.0, 1.0, h, dtype=np.float32)[:, None] * rng.uniform(-8, 8)
+    wave = rng.uniform(0, 8) * np.sin(
+        np.linspace(0, rng.uniform(1, 6), w, dtype=np.float32) + rng.uniform(0, 2 * np.pi)
+    )[None, :]
+    bg = paper + gx + gy + wave
+    ink = rng.uniform(0.0, 90.0)
+    img = bg * (1.0 - m) + ink * m
+    noise_sd = rng.uniform(0.0, 7.0)
+    if noise_sd > 0.5:
+        img = img + rng.normal(0.0, noise_sd, img.shape).astype(np.float32)
+    return Image.fromarray(np.clip(img + 0.5, 0, 255).astype(np.uint8), mode="L")
+
+
+# ----------------------------------------------------------------------------------------------
+# Text
+# ----------------------------------------------------------------------------------------------
+
+_SURNAMES = (
+    "Brown Smith Jones Taylor Wilson Clark Hughes Walker Baker Gray Morgan Evans Turner Hall Wood "
+    "Green Cooper Harris Ward Bell Hill Shaw Price Reed Kent Lloyd Fisher Grant Hunt Marsh"
+).split()
+_TITLES = ("Mr.", "Mr.", "Mr.", "Mrs.", "Dr.", "Miss", "Sir", "St.")
+_WORDS = words()
+
+
+def _word(rng: np.random.Generator) -> str:
+    cdf = sampling_cdf()
+    return _WORDS[min(int(np.searchsorted(cdf, rng.random(), side="right")), len(_WORDS) - 1)]
+
+
+def _number(rng: np.random.Generator) -> str:
+    r = rng.random()
+    if r < 0.35:
+        return str(int(min(rng.zipf(1.6), 99)))
+    if r < 0.55:
+        return str(int(rng.integers(1850, 2030)))
+    if r < 0.68:
+        return f"{int(rng.integers(1, 13))}.{int(rng.integers(0, 12)) * 5:02d}"
+    if r < 0.78:
+        return f"{int(rng.integers(0, 100))}.{int(rng.integers(0, 10))}"
+    if r < 0.88:
+        return f"{int(rng.integers(1, 100))},{int(rng.integers(0, 1000)):03d}"
+    n = int(rng.integers(1, 32))
+    suf = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suf}"
+
+
+def _cap(w: str) -> str:
+    return w[:1].upper() + w[1:]
+
+
+def sample_text(rng: np.random.Generator, max_chars: int = 80) -> str:
+    """A line of English-like text (IAM character set), typically 20-70 characters (mean ~43).
+
+    Words are drawn with Zipf-like frequencies from the built-in list; lines often start and end
+    mid-sentence like lines of a handwritten page.
+    """
+    max_chars = max(1, int(max_chars))
+    if rng.random() < 0.06:
+        target = int(rng.integers(3, 20))
+    else:
+        target = int(round(rng.normal(41.0, 12.0)))
+    target = int(np.clip(target, 3, max_chars))
+
+    tokens: list[str] = []
+    length = 0
+    sentence_start = rng.random() < 0.35
+    open_quote = open_paren = 0  # words left before closing
+    quote_char = '"'
+    while length < target:
+        r = rng.random()
+        if r < 0.055:
+            tok = _number(rng)
+            if rng.random() < 0.04:
+                tok = "#" + tok
+        elif r < 0.068:
+            tok = f"{_TITLES[int(rng.integers(len(_TITLES)))]} {_SURNAMES[int(rng.integers(len(_SURNAMES)))]}"
+        else:
+            tok = _word(rng)
+            q = rng.random()
+            if q < 0.02:
+                tok = _cap(tok)  # a proper noun or title-case word
+            elif q < 0.025:
+                tok = tok.upper()
+            elif q < 0.045 and length > 0:
+                tok = f"{tok}-{_word(rng)}"
+            elif tok == "and" and q < 0.09:
+                tok = "&"
+            elif q < 0.05:
+                tok = f"{tok}/{_word(rng)}"
+        if sentence_start:
+            tok = _cap(tok)
+            sentence_start = False
+        # openers
+        if not open_quote and not open_paren:
+            o = rng.random()
+            if o < 0.015:
+                quote_char = '"' if rng.random() < 0.8 else "'"
+                tok = quote_char + tok
+                open_quote = int(rng.integers(1, 5))
+            elif o < 0.025:
+                tok = "(" + tok
+                open_paren = int(rng.integers(1, 5))
+        # closers and punctuation after the word
+        p = rng.random()
+        end = ""
+        if p < 0.055:
+            end = rng.choice([".", ".", ".", ".", ".", ".", ".", "?", "!"])
+        elif p < 0.12:
+            end = ","
+        elif p < 0.126:
+            end = ";"
+        elif p < 0.132:
+            end = ":"
+        elif p < 0.135:
+            end = "*"
+        if open_quote:
+            open_quote -= 1
+            if open_quote == 0 or end in ".?!":
+                tok = tok + (end + quote_char if end in ".?!," else quote_char + end)
+                end = ""
+                open_quote = 0
+        elif open_paren:
+            open_paren -= 1
+            if open_paren == 0 or end in ".?!":
+                tok = tok + ")" + end
+                end = ""
+                open_paren = 0
+        tok += end
+        if tok[-1] in ".?!" or tok.endswith('."') or tok.endswith('?"') or tok.endswith('!"'):
+            sentence_start = True
+        tokens.append(tok)
+        length += len(tok) + (1 if len(tokens) > 1 else 0)
+        extra = rng.random()
+        if extra < 0.008:
+            tokens.append("-")
+            length += 2
+        elif extra < 0.011:
+            tokens.append("+")
+            length += 2
+
+    text = " ".join(tokens)
+    if len(text) > max_chars:
+        cut = text.rfind(" ", 0, max_chars + 1)
+        text = text[:cut] if cut > 0 else text[:max_chars]
+    text = text.strip() or _WORDS[0][:max_chars]
+    return text
+
+
+# ----------------------------------------------------------------------------------------------
+# Dataset
+# ----------------------------------------------------------------------------------------------
+
+
+class SyntheticLines(torch.utils.data.Dataset):
+    """``num_lines`` synthetic (image, text) pairs; item ``i`` depends only on ``(seed, i)``."""
+
+    def __init__(self, num_lines: int, seed: int = 0, height: int = 64, max_chars: int = 80):
+        if num_lines < 0:
+            raise ValueError(f"num_lines must be >= 0, got {num_lines}")
+        if height < 8:
+            raise ValueError(f"height must be >= 8, got {height}")
+        self.num_lines = int(num_lines)
+        self.seed = int(seed)
+        self.height = int(height)
+        self.max_chars = int(max_chars)
+
+    def __len__(self) -> int:
+        return self.num_lines
+
+    def rng(self, index: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed & 0xFFFFFFFFFFFFFFFF, index])
+
+    def __getitem__(self, index: int) -> tuple[Image.Image, str]:
+        index = int(index)
+        if index < 0:
+            index += self.num_lines
+        if not 0 <= index < self.num_lines:
+            raise IndexError(f"index {index} out of range for {self.num_lines} lines")
+        rng = self.rng(index)
+        text = sample_text(rng, self.max_chars)
+        return render_line(text, rng, self.height), text
