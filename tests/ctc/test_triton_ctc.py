@@ -1,0 +1,406 @@
+"""The fused Triton CTC loss against a float64 PyTorch reference.
+
+Without a GPU the kernels run through Triton's interpreter on CPU tensors (``TRITON_INTERPRET=1``,
+set by ``tests/ctc/conftest.py``); the interpreter is slow, so every case is tiny. With a GPU (and no
+explicit ``TRITON_INTERPRET``) the same tests run the compiled kernels on CUDA.
+
+The reference is ``ctc_loss(..., impl="torch")`` on float64 inputs (log-softmax + PyTorch's CTC,
+with this project's infinite-loss semantics). Float32 accuracy is judged relative to PyTorch's own
+float32 CTC on the same case: our error may be at most twice PyTorch's, plus a tiny floor.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from text_recognizer.ctc import triton_ctc
+from text_recognizer.ctc.feasibility import required_frames
+from text_recognizer.ctc.loss import ctc_loss
+
+REPO = Path(__file__).resolve().parents[2]
+_INTERPRETED = type(triton_ctc._alpha_kernel).__name__ == "InterpretedFunction"
+if _INTERPRETED:
+    DEVICE = "cpu"
+elif torch.cuda.is_available():
+    DEVICE = "cuda"
+else:  # compiled kernels but no GPU: only the subprocess re-run below can test anything
+    DEVICE = None
+
+needs_kernels = pytest.mark.skipif(
+    DEVICE is None, reason="triton_ctc was imported without TRITON_INTERPRET; see the subprocess test"
+)
+
+
+@pytest.mark.skipif(DEVICE is not None, reason="kernels run in this process")
+def test_rerun_in_interpreter_subprocess():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(__file__))],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_interpreter():
+    # The interpreter evaluates log(0) = -inf with numpy, which warns; -inf is intended there.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        yield
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+
+FLOAT32_EPS = torch.finfo(torch.float32).eps
+
+
+def make_case(seed, batch, frames, classes, blank, labels, input_lengths, scale=3.0):
+    """Raw float64 logits and padded int64 targets for ``labels`` (a list of lists)."""
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(batch, frames, classes, generator=gen, dtype=torch.float64) * scale
+    width = max((len(label) for label in labels), default=0)
+    targets = torch.full((batch, width), (blank + 1) % classes, dtype=torch.int64)
+    for row, label in enumerate(labels):
+        targets[row, : len(label)] = torch.tensor(label, dtype=torch.int64)
+    return (
+        logits,
+        targets,
+        torch.tensor(input_lengths, dtype=torch.int64),
+        torch.tensor([len(label) for label in labels], dtype=torch.int64),
+    )
+
+
+def concatenate(targets, target_lengths):
+    return torch.cat([targets[row, :length] for row, length in enumerate(target_lengths.tolist())])
+
+
+def run(logits, targets, input_lengths, target_lengths, *, impl, device="cpu", weight=None, **kwargs):
+    """(loss, grad) with the gradient of ``sum(loss * weight)`` w.r.t. the logits, on CPU."""
+    x = logits.detach().to(device).requires_grad_(True)
+    loss = ctc_loss(
+        x, targets.to(device), input_lengths.to(device), target_lengths.to(device), impl=impl, **kwargs
+    )
+    if weight is None:
+        weight = torch.ones_like(loss)
+    (loss * weight.to(device=loss.device, dtype=loss.dtype)).sum().backward()
+    return loss.detach().cpu(), x.grad.detach().cpu()
+
+
+def ours(logits, targets, input_lengths, target_lengths, **kwargs):
+    return run(logits, targets, input_lengths, target_lengths, impl="triton", device=DEVICE, **kwargs)
+
+
+def reference(logits, targets, input_lengths, target_lengths, **kwargs):
+    return run(logits.double(), targets, input_lengths, target_lengths, impl="torch", **kwargs)
+
+
+def max_err(value, ref):
+    value, ref = value.double(), ref.double()
+    finite = torch.isfinite(ref)
+    assert torch.equal(torch.isinf(value), torch.isinf(ref)), (value, ref)
+    if not finite.any():
+        return 0.0
+    return (value[finite] - ref[finite]).abs().max().item()
+
+
+def finite_max(tensor):
+    finite = tensor[torch.isfinite(tensor)]
+    return finite.abs().max().item() if finite.numel() else 0.0
+
+
+def assert_no_nan(*tensors):
+    for tensor in tensors:
+        assert not torch.isnan(tensor).any(), tensor
+
+
+def assert_close_to_reference(logits, targets, input_lengths, target_lengths, *, weight=None, **kwargs):
+    """Float32/float64: error bound relative to PyTorch's float32; half types: 2e-2 relative."""
+    loss, grad = ours(logits, targets, input_lengths, target_lengths, weight=weight, **kwargs)
+    ref_loss, ref_grad = reference(logits, targets, input_lengths, target_lengths, weight=weight, **kwargs)
+    assert_no_nan(loss, grad)
+    assert grad.dtype == logits.dtype and grad.shape == logits.shape
+    expected_loss_dtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
+    assert loss.dtype == expected_loss_dtype
+    loss_err, grad_err = max_err(loss, ref_loss), max_err(grad, ref_grad)
+    loss_mag, grad_mag = finite_max(ref_loss), finite_max(ref_grad)
+    # PyTorch's reference gradient is NaN at -inf logits; ours must be exactly 0 there.
+    assert torch.all(grad[torch.isneginf(logits)] == 0)
+    if logits.dtype == torch.float64:
+        assert loss_err <= 1e-9 * (1 + loss_mag)
+        assert grad_err <= 1e-9 * (1 + grad_mag)
+    elif logits.dtype == torch.float32:
+        torch_loss, torch_grad = run(logits, targets, input_lengths, target_lengths, impl="torch",
+                                     weight=weight, **kwargs)
+        floor_loss = 8 * FLOAT32_EPS * (1 + loss_mag)
+        floor_grad = 8 * FLOAT32_EPS * (1 + grad_mag)
+        assert loss_err <= 2 * max_err(torch_loss, ref_loss) + floor_loss
+        assert grad_err <= 2 * max_err(torch_grad, ref_grad) + floor_grad
+    else:
+        assert loss_err <= 2e-2 * (1 + loss_mag)
+        assert grad_err <= 2e-2 * (1 + grad_mag)
+    return loss, grad
+
+
+# ----------------------------------------------------------------------------------------------
+# property test
+# ----------------------------------------------------------------------------------------------
+
+
+@st.composite
+def ctc_cases(draw):
+    batch = draw(st.integers(1, 3))
+    frames = draw(st.integers(1, 10))  # T = 0: see test_zero_frames_and_all_empty_targets
+    classes = draw(st.integers(2, 6))
+    blank = draw(st.integers(0, classes - 1))
+    characters = [c for c in range(classes) if c != blank]
+    max_len = draw(st.integers(0, 5))
+    labels = [
+        draw(st.lists(st.sampled_from(characters), min_size=0, max_size=max_len)) for _ in range(batch)
+    ]
+    input_lengths = []
+    for label in labels:
+        edge = min(frames, required_frames(label))
+        choice = draw(st.sampled_from(["full", "edge", "below_edge", "random"]))
+        if choice == "full":
+            input_lengths.append(frames)
+        elif choice == "edge":
+            input_lengths.append(edge)
+        elif choice == "below_edge":
+            input_lengths.append(max(0, edge - 1))
+        else:
+            input_lengths.append(draw(st.integers(0, frames)))
+    return dict(
+        seed=draw(st.integers(0, 2**31 - 1)),
+        batch=batch, frames=frames, classes=classes, blank=blank, labels=labels,
+        input_lengths=input_lengths,
+        scale=draw(st.sampled_from([0.5, 3.0, 20.0])),
+        dtype=draw(st.sampled_from([torch.float32, torch.float64])),
+        concatenated=draw(st.booleans()),
+        target_dtype=draw(st.sampled_from([torch.int32, torch.int64])),
+        reduction=draw(st.sampled_from(["none", "sum", "mean"])),
+        zero_infinity=draw(st.booleans()),
+        weight_seed=draw(st.integers(0, 1000)),
+    )
+
+
+@needs_kernels
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=ctc_cases())
+def test_matches_float64_reference(case):
+    logits, targets, input_lengths, target_lengths = make_case(
+        case["seed"], case["batch"], case["frames"], case["classes"], case["blank"], case["labels"],
+        case["input_lengths"], case["scale"],
+    )
+    logits = logits.to(case["dtype"])
+    targets = targets.to(case["target_dtype"])
+    if case["concatenated"]:
+        targets = concatenate(targets, target_lengths)
+    gen = torch.Generator().manual_seed(case["weight_seed"])
+    shape = (case["batch"],) if case["reduction"] == "none" else ()
+    weight = torch.randn(shape, generator=gen, dtype=torch.float64)  # grad_output scaling
+    assert_close_to_reference(
+        logits, targets, input_lengths, target_lengths, weight=weight,
+        blank=case["blank"], reduction=case["reduction"], zero_infinity=case["zero_infinity"],
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# targeted cases
+# ----------------------------------------------------------------------------------------------
+
+
+def mixed_batch(seed=0, scale=3.0):
+    """Repeats, an empty label, a sample exactly at the feasibility edge, an infeasible sample."""
+    labels = [[1, 1, 2], [], [3, 2, 3, 3], [2, 2, 2]]
+    input_lengths = [9, 5, 5, 4]  # needs 4, 0, 5 (edge), 5 (> 4: infeasible)
+    return make_case(seed, 4, 9, 5, 0, labels, input_lengths, scale)
+
+
+@needs_kernels
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_infeasible_empty_and_edge_samples(reduction, zero_infinity):
+    logits, targets, input_lengths, target_lengths = mixed_batch()
+    weight = torch.tensor([1.0, -2.0, 0.5, 3.0]) if reduction == "none" else torch.tensor(1.5)
+    loss, grad = assert_close_to_reference(
+        logits.float(), targets, input_lengths, target_lengths, weight=weight,
+        reduction=reduction, zero_infinity=zero_infinity,
+    )
+    if reduction == "none":
+        assert torch.isfinite(loss[:3]).all()
+        assert loss[3].item() == (0.0 if zero_infinity else float("inf"))
+    else:
+        assert torch.isfinite(loss).item() == zero_infinity
+    assert torch.all(grad[3] == 0)  # the infeasible sample
+    assert torch.all(grad[2, 5:] == 0) and torch.all(grad[1, 5:] == 0)  # frames past input_length
+
+
+@needs_kernels
+def test_zero_input_length():
+    logits, targets, input_lengths, target_lengths = make_case(1, 2, 4, 3, 0, [[], [1]], [0, 0])
+    loss, grad = ours(logits.float(), targets, input_lengths, target_lengths, reduction="none")
+    assert loss.tolist() == [0.0, float("inf")]
+    assert torch.all(grad == 0)
+    loss, grad = ours(logits.float(), targets, input_lengths, target_lengths, reduction="none",
+                      zero_infinity=True)
+    assert loss.tolist() == [0.0, 0.0] and torch.all(grad == 0)
+
+
+@needs_kernels
+def test_zero_frames_and_all_empty_targets():
+    logits = torch.randn(2, 0, 4)
+    targets = torch.zeros(2, 0, dtype=torch.int64)
+    lengths = torch.zeros(2, dtype=torch.int64)
+    loss, grad = ours(logits, targets, lengths, lengths, reduction="none")
+    assert loss.tolist() == [0.0, 0.0] and grad.shape == (2, 0, 4)
+    # empty targets with frames: loss = -sum_t log p_t(blank)
+    logits, targets, input_lengths, target_lengths = make_case(2, 2, 6, 4, 2, [[], []], [6, 3])
+    assert_close_to_reference(logits.float(), targets, input_lengths, target_lengths, blank=2,
+                              reduction="sum")
+    assert_close_to_reference(logits, concatenate(targets, target_lengths), input_lengths,
+                              target_lengths, blank=2, reduction="mean")
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_extreme_logits(dtype):
+    """±1e4 logits, one-hot peaked rows and -inf entries: finite where the reference is, no NaN."""
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=3)
+    logits[0, :, :] = -1e4
+    logits[0, torch.arange(9), torch.tensor([0, 1, 0, 1, 0, 2, 2, 0, 0])] = 1e4  # peaked on a path
+    logits[1, 2] = torch.tensor([0.0, float("-inf"), float("-inf"), 5.0, float("-inf")])
+    logits[2, :, 4] = float("-inf")  # a class never used by the label of sample 2
+    logits[2, 1, :] = torch.tensor([1e4, -1e4, -1e4, -1e4, float("-inf")])
+    logits[3, 0, :] = float("-inf")  # an all -inf row (sample 3 is infeasible anyway)
+    for reduction in ("none", "mean"):
+        for zero_infinity in (False, True):
+            loss, grad = ours(logits.to(dtype), targets, input_lengths, target_lengths,
+                              reduction=reduction, zero_infinity=zero_infinity)
+            assert_no_nan(loss, grad)
+    assert_close_to_reference(logits[:3].to(dtype), targets[:3], input_lengths[:3], target_lengths[:3],
+                              weight=torch.tensor([1.0, 2.0, -1.0]), reduction="none")
+    # a sample whose only alignment is blocked by -inf: infinite loss, zero gradient
+    blocked = logits[2:3].clone()
+    blocked[0, :, 3] = float("-inf")
+    loss, grad = ours(blocked.to(dtype), targets[2:3], input_lengths[2:3], target_lengths[2:3],
+                      reduction="none")
+    assert loss.item() == float("inf") and torch.all(grad == 0)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision(dtype):
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=4)
+    for reduction in ("none", "sum", "mean"):
+        weight = torch.tensor([1.0, -1.0, 0.5, 2.0]) if reduction == "none" else None
+        assert_close_to_reference(logits.to(dtype), targets.int(), input_lengths, target_lengths,
+                                  weight=weight, reduction=reduction)
+
+
+@needs_kernels
+def test_gradcheck_float64():
+    logits, targets, input_lengths, target_lengths = make_case(
+        5, 3, 6, 4, 1, [[2, 2], [3, 0, 3], []], [6, 5, 4], scale=1.0
+    )
+    device_targets = targets.to(DEVICE)
+    lengths = (input_lengths.to(DEVICE), target_lengths.to(DEVICE))
+    for reduction in ("none", "mean"):
+        def fn(x):
+            return ctc_loss(x, device_targets, *lengths, blank=1, reduction=reduction, impl="triton")
+
+        x = logits.to(DEVICE).requires_grad_(True)
+        assert torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-7, rtol=1e-5, fast_mode=True)
+
+
+@needs_kernels
+def test_repeated_backward_with_retain_graph():
+    """The backward reuses the alpha buffer for occupancies; a second backward must still work."""
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=11)
+    x = logits.requires_grad_(True).to(DEVICE)
+    loss = ctc_loss(x, targets.to(DEVICE), input_lengths.to(DEVICE), target_lengths.to(DEVICE),
+                    reduction="sum", impl="triton")
+    first, = torch.autograd.grad(loss, x, retain_graph=True)
+    second, = torch.autograd.grad(loss, x)
+    assert torch.equal(first, second)
+
+
+@needs_kernels
+def test_log_probs_input_is_idempotent():
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=6)
+    loss_raw, grad_raw = ours(logits, targets, input_lengths, target_lengths, reduction="none")
+    loss_lp, grad_lp = ours(logits.log_softmax(-1), targets, input_lengths, target_lengths,
+                            reduction="none")
+    assert torch.allclose(loss_raw, loss_lp, atol=1e-10, rtol=1e-10)
+    assert torch.allclose(grad_raw, grad_lp, atol=1e-10)
+
+
+@needs_kernels
+def test_padded_and_concatenated_targets_agree_and_non_contiguous_logits():
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=7)
+    logits = logits.float()
+    padded = ours(logits, targets, input_lengths, target_lengths, reduction="none")
+    concat = ours(logits, concatenate(targets, target_lengths).int(), input_lengths, target_lengths,
+                  reduction="none")
+    wide = torch.cat([targets, torch.full((4, 3), 1)], dim=1)  # extra padding columns
+    padded_wide = ours(logits, wide, input_lengths, target_lengths, reduction="none")
+    strided = ours(logits.transpose(0, 1).contiguous().transpose(0, 1), targets[:, :].t().contiguous().t(),
+                   input_lengths, target_lengths, reduction="none")
+    for other in (concat, padded_wide, strided):
+        assert torch.equal(padded[0], other[0]) and torch.equal(padded[1], other[1])
+
+
+@needs_kernels
+def test_deterministic_bitwise():
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=8, scale=5.0)
+    runs = [ours(logits.float(), targets, input_lengths, target_lengths, reduction="mean")
+            for _ in range(3)]
+    for loss, grad in runs[1:]:
+        assert torch.equal(loss, runs[0][0]) and torch.equal(grad, runs[0][1])
+
+
+@needs_kernels
+def test_scratch_shift_matches_gather(monkeypatch):
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=9)
+    gathered = ours(logits.float(), targets, input_lengths, target_lengths, reduction="none")
+    monkeypatch.setenv("TEXT_RECOGNIZER_CTC_SHIFT", "scratch")
+    scratched = ours(logits.float(), targets, input_lengths, target_lengths, reduction="none")
+    assert torch.equal(gathered[0], scratched[0]) and torch.equal(gathered[1], scratched[1])
+    monkeypatch.setenv("TEXT_RECOGNIZER_CTC_SHIFT", "bogus")
+    with pytest.raises(ValueError, match="TEXT_RECOGNIZER_CTC_SHIFT"):
+        ours(logits.float(), targets, input_lengths, target_lengths)
+
+
+@needs_kernels
+def test_label_length_limit():
+    limit = triton_ctc.MAX_TARGET_LENGTH
+    assert limit >= 512
+    logits = torch.randn(1, 3, 3)
+    too_long = torch.ones(1, limit + 1, dtype=torch.int64)
+    with pytest.raises(ValueError, match=f"MAX_TARGET_LENGTH={limit}"):
+        ours(logits, too_long, torch.tensor([3]), torch.tensor([limit + 1]))
+    with pytest.raises(ValueError, match=str(limit)):
+        ours(logits, too_long.flatten(), torch.tensor([3]), torch.tensor([limit + 1]))
+    # wide padding is fine as long as the actual labels are short
+    loss, _ = ours(logits, too_long, torch.tensor([3]), torch.tensor([2]), reduction="none")
+    assert torch.isfinite(loss).all()  # "1 1" needs exactly 3 frames
+
+
+@needs_kernels
+def test_long_label_512():
+    """A 512-character label (1025 extended states) against the reference."""
+    length = 512
+    label = [1 + (i % 2) for i in range(length)]  # no adjacent repeats: needs exactly 512 frames
+    logits, targets, input_lengths, target_lengths = make_case(10, 1, length + 2, 3, 0, [label],
+                                                               [length + 2])
+    assert_close_to_reference(logits, targets, input_lengths, target_lengths, reduction="sum")
