@@ -38,11 +38,16 @@ def collapse(ids: list[int], blank: int = BLANK_ID) -> list[int]:
 
 @torch.no_grad()
 def ctc_decode(
-    logits: torch.Tensor, codec: Codec, lengths: torch.Tensor | None = None
+    logits: torch.Tensor,
+    codec: Codec,
+    lengths: torch.Tensor | None = None,
+    collapse_repeats: bool = True,
 ) -> list[DecodedLine]:
     """Greedy-decode ``(B, T, C)`` logits (or log-probabilities) into ``B`` lines.
 
     ``lengths`` (``(B,)``) gives the valid frames of each sample; frames past it are ignored.
+    ``collapse_repeats=False`` is for the per-window (NLL) baseline, where each frame is one
+    character or padding (id 0) and repeats are real.
     """
     if logits.dim() != 3:
         raise ValueError(f"logits must be (B, T, C), got shape {tuple(logits.shape)}")
@@ -59,7 +64,7 @@ def ctc_decode(
     lines = []
     for b in range(batch):
         n = int(lengths[b])
-        ids = collapse(best_id[b][:n])
+        ids = collapse(best_id[b][:n]) if collapse_repeats else [i for i in best_id[b][:n] if i != BLANK_ID]
         confidence = float(best_log_prob[b, :n].mean().exp()) if n > 0 else 0.0
         lines.append(DecodedLine(text=codec.decode(ids), confidence=confidence))
     return lines

@@ -1,0 +1,100 @@
+"""Checks a labelled dataset before training: unknown characters, unreadable images, CTC feasibility.
+
+A sample is infeasible when the model's frame count for its image width is smaller than
+``len(label) + adjacent repeats`` (see ``text_recognizer.ctc.feasibility``): its CTC loss would
+be ``+inf``. These checks read only image headers, so they are cheap enough to run at load time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from text_recognizer.codec import Codec
+from text_recognizer.ctc.feasibility import required_frames
+from text_recognizer.data.folder import LineRecord, image_size
+from text_recognizer.models.line_cnn import WindowGeometry
+
+POLICIES = ("skip", "error")
+
+
+class DataCheckError(ValueError):
+    """The dataset has bad samples and the policy is ``error``."""
+
+
+@dataclass
+class DataReport:
+    """What a check found: the kept records and, per problem, ``(file, reason)`` pairs."""
+
+    kept: list[LineRecord] = field(default_factory=list)
+    unknown_characters: list[tuple[str, str]] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    infeasible: list[tuple[str, str]] = field(default_factory=list)
+    empty_labels: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def problems(self) -> dict[str, list[tuple[str, str]]]:
+        return {
+            "unknown characters": self.unknown_characters,
+            "unreadable image": self.unreadable,
+            "infeasible for CTC": self.infeasible,
+            "empty label": self.empty_labels,
+        }
+
+    @property
+    def num_skipped(self) -> int:
+        return sum(len(v) for v in self.problems.values())
+
+    def summary(self, limit: int = 10) -> str:
+        """Human-readable report: counts, then up to ``limit`` examples per problem."""
+        lines = [f"{len(self.kept)} samples kept, {self.num_skipped} with problems"]
+        for name, items in self.problems.items():
+            if items:
+                lines.append(f"  {name}: {len(items)}")
+                lines += [f"    {file}: {reason}" for file, reason in items[:limit]]
+                if len(items) > limit:
+                    lines.append(f"    ... and {len(items) - limit} more")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"kept": len(self.kept), **{k.replace(" ", "_"): len(v) for k, v in self.problems.items()}}
+
+
+def check_records(
+    records: Sequence[LineRecord],
+    codec: Codec,
+    geometry: WindowGeometry,
+    height: int,
+    policy: str = "skip",
+    allow_empty: bool = False,
+) -> DataReport:
+    """Sort records into kept and problematic; with ``policy="error"`` raise if any is bad."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    report = DataReport()
+    for record in records:
+        name = str(record.path)
+        unknown = codec.unknown_characters(record.text)
+        if unknown:
+            report.unknown_characters.append((name, f"characters not in the character set: {unknown!r}"))
+            continue
+        if not record.text and not allow_empty:
+            report.empty_labels.append((name, "label is empty"))
+            continue
+        try:
+            width, image_height = image_size(record.path)
+        except ValueError as error:
+            report.unreadable.append((name, str(error)))
+            continue
+        if width == 0 or image_height == 0:
+            report.unreadable.append((name, f"image has no pixels ({width}x{image_height})"))
+            continue
+        frames = geometry.num_frames(max(1, round(width * height / image_height)))
+        needed = required_frames(record.text)
+        if frames < needed:
+            report.infeasible.append((name, f"{frames} frames for a label needing {needed}: {record.text!r}"))
+            continue
+        report.kept.append(record)
+    if policy == "error" and report.num_skipped:
+        raise DataCheckError("dataset check failed (use --bad-samples skip to drop them):\n" + report.summary())
+    return report

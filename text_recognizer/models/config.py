@@ -1,0 +1,61 @@
+"""Model hyper-parameters: one frozen dataclass, saved in every checkpoint as plain types."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+MODEL_KINDS = ("crnn", "line_cnn")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to rebuild a model (the codec travels separately in the checkpoint)."""
+
+    kind: str = field(default="crnn", metadata={"help": "crnn (window CNN + BiLSTM) or line_cnn (window CNN only)", "choices": MODEL_KINDS})
+    height: int = field(default=48, metadata={"help": "input line height in pixels (the stem resizes to it)"})
+    window_width: int = field(default=16, metadata={"help": "sliding-window width w in pixels"})
+    window_stride: int = field(default=4, metadata={"help": "sliding-window stride s in pixels: T = (W - w) // s + 1"})
+    cnn_channels: tuple[int, ...] = field(default=(16, 32, 64), metadata={"help": "channels of the window CNN's conv stages (each halves H and w)"})
+    feature_dim: int = field(default=256, metadata={"help": "width of the per-window feature vector and of the encoder"})
+    conv_blocks: int = field(default=2, metadata={"help": "residual temporal-conv blocks over the window sequence"})
+    conv_kernel: int = field(default=5, metadata={"help": "kernel size of the temporal-conv blocks (odd)"})
+    lstm_layers: int = field(default=2, metadata={"help": "residual BiLSTM blocks (crnn only)"})
+    lstm_hidden: int = field(default=128, metadata={"help": "BiLSTM hidden size per direction"})
+    dropout: float = field(default=0.1, metadata={"help": "dropout inside the encoder blocks and before the head"})
+    num_classes: int = field(default=80, metadata={"help": "outputs per frame incl. the blank (set from the codec)"})
+
+    def __post_init__(self) -> None:
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {self.kind!r}")
+        object.__setattr__(self, "cnn_channels", tuple(int(c) for c in self.cnn_channels))
+        checks = {
+            "height": self.height >= 8,
+            "window_width": self.window_width >= 2 ** len(self.cnn_channels),
+            "window_stride": 1 <= self.window_stride,
+            "cnn_channels": len(self.cnn_channels) >= 1 and min(self.cnn_channels) >= 1,
+            "feature_dim": self.feature_dim >= 1,
+            "conv_blocks": self.conv_blocks >= 0,
+            "conv_kernel": self.conv_kernel >= 1 and self.conv_kernel % 2 == 1,
+            "lstm_layers": self.lstm_layers >= 0,
+            "lstm_hidden": self.lstm_hidden >= 1,
+            "dropout": 0.0 <= self.dropout < 1.0,
+            "num_classes": self.num_classes >= 2,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"invalid model setting {name}={getattr(self, name)!r}")
+        if self.height < 2 ** len(self.cnn_channels):
+            raise ValueError(f"height {self.height} is too small for {len(self.cnn_channels)} pooling stages")
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["cnn_channels"] = list(self.cnn_channels)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown model settings {unknown}; was this checkpoint made by a newer version?")
+        return cls(**data)

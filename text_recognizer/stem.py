@@ -1,0 +1,92 @@
+"""Image preprocessing shared by training, evaluation, the CLI and the API.
+
+Every entry point turns a PIL image into the model's input with ``preprocess``, so the
+preprocessing can never drift between training and serving.
+
+Convention: a line is a float tensor ``(1, H, W)`` in ``[0, 1]`` with **ink high** (1 = ink,
+0 = paper). Ink-high makes zero-padding the same as blank paper, so batches can be padded with 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from PIL import Image, ImageOps
+
+DEFAULT_HEIGHT = 64
+
+#: Images narrower than this after resizing are padded on the right (a few windows of paper).
+_MIN_WIDTH = 8
+
+
+def to_grayscale(image: Image.Image) -> np.ndarray:
+    """Any PIL image -> float32 ``(h, w)`` luminance in [0, 1] (1 = white).
+
+    Handles EXIF orientation, 16-bit and 32-bit greyscale, palettes, CMYK and alpha. Transparent
+    pixels become white paper; if that leaves no contrast (light ink drawn on a transparent
+    canvas), the alpha channel itself is taken as the ink.
+    """
+    if not isinstance(image, Image.Image):
+        raise TypeError(f"expected a PIL.Image.Image, got {type(image).__name__}")
+    if image.width == 0 or image.height == 0:
+        raise ValueError(f"image has no pixels ({image.width}x{image.height})")
+    image = ImageOps.exif_transpose(image)
+    if image.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
+        array = np.asarray(image, dtype=np.float64)
+        high = 65535.0 if image.mode.startswith("I;16") or array.max() > 255 else 255.0
+        return np.clip(array / high, 0.0, 1.0).astype(np.float32)
+    if image.mode == "F":
+        array = np.asarray(image, dtype=np.float32)
+        high = float(array.max()) if array.max() > 1.0 else 1.0
+        return np.clip(array / high, 0.0, 1.0)
+    if image.mode == "P":
+        image = image.convert("RGBA")
+    if image.mode in ("RGBA", "LA", "PA", "La", "RGBa"):
+        image = image.convert("RGBA")
+        alpha = np.asarray(image.getchannel("A"), dtype=np.float32) / 255.0
+        gray = np.asarray(image.convert("L"), dtype=np.float32) / 255.0
+        on_white = gray * alpha + (1.0 - alpha)
+        if alpha.min() < 1.0 and on_white.std() < 0.02 and alpha.std() > 0.02:
+            return 1.0 - alpha  # light strokes on a transparent canvas: alpha is the ink
+        return on_white
+    return np.asarray(image.convert("L"), dtype=np.float32) / 255.0
+
+
+def normalise_ink(gray: np.ndarray) -> np.ndarray:
+    """Luminance -> ink-high in [0, 1], whatever the polarity and contrast of the input.
+
+    The paper is the most common tone of a line image, so the median is taken as the paper
+    level: if it sits in the bright half of the image's range the ink is dark (invert), otherwise
+    the ink is light. Then paper is stretched to 0 and the strongest ink (99.5th percentile) to 1,
+    which also evens out grey, low-contrast photos.
+    """
+    low, high = float(gray.min()), float(gray.max())
+    if high - low < 1e-3:
+        return np.zeros_like(gray, dtype=np.float32)
+    sample = gray.ravel()[:: max(1, gray.size // 20000)]  # statistics from <= ~20k pixels: fast
+    paper = float(np.median(sample))
+    dark_ink = paper >= (low + high) / 2
+    ink = 1.0 - gray if dark_ink else gray
+    paper_level = 1.0 - paper if dark_ink else paper
+    ink_level = float(np.percentile(1.0 - sample if dark_ink else sample, 99.5))
+    if ink_level - paper_level < 1e-3:
+        ink_level = float(ink.max())
+    scale = max(ink_level - paper_level, 1e-3)
+    return np.clip((ink - paper_level) / scale, 0.0, 1.0).astype(np.float32)
+
+
+def preprocess(image: Image.Image, height: int = DEFAULT_HEIGHT) -> torch.Tensor:
+    """PIL image of one text line -> ``(1, height, W)`` float tensor, ink high, aspect ratio kept."""
+    if height < 8:
+        raise ValueError(f"height must be at least 8 pixels, got {height}")
+    gray = to_grayscale(image)
+    h, w = gray.shape
+    width = max(1, round(w * height / h))
+    if (h, w) != (height, width):
+        gray = np.asarray(
+            Image.fromarray(gray, mode="F").resize((width, height), Image.Resampling.BILINEAR, reducing_gap=2.0)
+        )
+    ink = normalise_ink(gray)
+    if ink.shape[1] < _MIN_WIDTH:
+        ink = np.pad(ink, ((0, 0), (0, _MIN_WIDTH - ink.shape[1])))
+    return torch.from_numpy(np.ascontiguousarray(ink))[None]  # (1, H, W)

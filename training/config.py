@@ -1,0 +1,165 @@
+"""Run configuration: one dataclass per concern, with argparse flags generated from them.
+
+Each field's ``metadata`` carries its help text (and ``choices``/``flag`` where needed); the
+flag is the field name in kebab-case. The resolved config is saved as plain types in
+``config.json`` and inside every checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field, fields
+
+from text_recognizer.models.config import ModelConfig
+
+OPTIMIZERS = ("rmsprop", "adam", "adamw")
+SCHEDULES = ("none", "cosine", "onecycle")
+LOSSES = ("ctc", "nll")
+CTC_IMPLS = ("auto", "triton", "torch")
+DEVICES_HELP = "auto (cuda when available, else cpu), cpu, cuda, cuda:N"
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    data: tuple[str, ...] = field(default=("synthetic",), metadata={"help": "training data: 'synthetic' or one or more dataset folders (images + labels.tsv)"})
+    val_data: tuple[str, ...] = field(default=(), metadata={"help": "validation folder(s); default: synthetic lines for --data synthetic, else a held-out --val-fraction of the training folders"})
+    val_fraction: float = field(default=0.05, metadata={"help": "share of the training folders held out for validation when --val-data is not given"})
+    synthetic_train_lines: int = field(default=4000, metadata={"help": "synthetic lines per training epoch"})
+    synthetic_val_lines: int = field(default=300, metadata={"help": "synthetic validation lines (a fixed set)"})
+    bad_samples: str = field(default="skip", metadata={"help": "what to do with unreadable, unknown-character or CTC-infeasible samples", "choices": ("skip", "error")})
+    num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes (0: load in the main process)"})
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    optimizer: str = field(default="rmsprop", metadata={"help": "optimiser", "choices": OPTIMIZERS})
+    lr: float = field(default=1e-3, metadata={"help": "peak learning rate"})
+    weight_decay: float = field(default=0.0, metadata={"help": "weight decay (decoupled for adamw)"})
+    batch_size: int = field(default=16, metadata={"help": "lines per batch"})
+    max_epochs: int = field(default=6, metadata={"help": "stop after this many epochs"})
+    max_steps: int = field(default=0, metadata={"help": "stop after this many optimiser steps (0: no limit)"})
+    max_minutes: float = field(default=0.0, metadata={"help": "stop after this much training time, checked after each step (0: no limit)"})
+    grad_clip: float = field(default=5.0, metadata={"help": "clip the gradient norm to this value (0: off)"})
+    lr_schedule: str = field(default="cosine", metadata={"help": "learning-rate schedule over the planned steps", "choices": SCHEDULES})
+    warmup_steps: int = field(default=100, metadata={"help": "linear learning-rate warm-up steps"})
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    name: str = field(default="", metadata={"help": "run name (default: <model>-<data>-<timestamp>)"})
+    run_dir: str = field(default="", metadata={"help": "run directory (default: training/logs/<name>)"})
+    resume: bool = field(default=False, metadata={"help": "resume from <run-dir>/last.pt"})
+    seed: int = field(default=0, metadata={"help": "random seed (data order, initialisation, dropout)"})
+    device: str = field(default="auto", metadata={"help": DEVICES_HELP})
+    loss: str = field(default="ctc", metadata={"help": "ctc, or nll: the per-window cross-entropy baseline", "choices": LOSSES})
+    ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
+    overfit_batches: int = field(default=0, metadata={"help": "train and validate on the first N training batches only (debugging)"})
+    early_stopping: int = field(default=0, metadata={"help": "stop when val CER has not improved for this many epochs (0: off)"})
+    checkpoint_every: int = field(default=200, metadata={"help": "also save last.pt every N steps within an epoch (0: only at epoch ends)"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model.to_dict(),
+            "data": _plain(dataclasses.asdict(self.data)),
+            "optim": dataclasses.asdict(self.optim),
+            "run": dataclasses.asdict(self.run),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ExperimentConfig:
+        return cls(
+            model=ModelConfig.from_dict(data["model"]),
+            data=DataConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in data["data"].items()}),
+            optim=OptimConfig(**data["optim"]),
+            run=RunConfig(**data["run"]),
+        )
+
+
+# Model fields whose flag differs from the field name, and fields that are not flags.
+_FLAG_NAMES = {("model", "kind"): "model"}
+_NOT_FLAGS = {("model", "num_classes")}
+_GROUPS = {
+    "model": ("model", "architecture and window geometry"),
+    "data": ("data", "training and validation data"),
+    "optim": ("optimisation", "optimiser, schedule and budget"),
+    "run": ("run", "run directory, device, seeds and checkpoints"),
+}
+
+
+def parse_bool(text: str) -> bool:
+    """``true/false``, ``1/0``, ``yes/no`` (any case), as ``wandb agent`` passes booleans."""
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "y", "on"):
+        return True
+    if value in ("0", "false", "no", "n", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean (true/false), got {text!r}")
+
+
+def _plain(value):
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _flag(section: str, name: str) -> str:
+    return "--" + _FLAG_NAMES.get((section, name), name).replace("_", "-")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One argument group per config section, one flag per field, with help and defaults."""
+    defaults = ExperimentConfig()
+    for section, (title, description) in _GROUPS.items():
+        group = parser.add_argument_group(title, description)
+        section_config = getattr(defaults, section)
+        hints = typing.get_type_hints(type(section_config))
+        for f in fields(section_config):
+            if (section, f.name) in _NOT_FLAGS:
+                continue
+            kwargs: dict = {"dest": f"{section}.{f.name}", "help": f.metadata.get("help", ""), "default": getattr(section_config, f.name)}
+            hint = hints[f.name]
+            origin = typing.get_origin(hint)
+            if hint is bool:
+                kwargs.update(type=parse_bool, nargs="?", const=True, metavar="BOOL")
+            elif origin in (tuple, list):
+                item = typing.get_args(hint)[0]
+                kwargs.update(type=item, nargs="*" if section == "data" and f.name == "val_data" else "+")
+            elif origin in (typing.Union, types.UnionType):
+                kwargs.update(type=next(a for a in typing.get_args(hint) if a is not type(None)))
+            else:
+                kwargs.update(type=hint)
+            if hint is not bool:
+                kwargs["metavar"] = f.name.upper()
+            if "choices" in f.metadata:
+                kwargs["choices"] = f.metadata["choices"]
+                kwargs.pop("metavar", None)
+            group.add_argument(_flag(section, f.name), **kwargs)
+
+
+def config_from_args(args: argparse.Namespace, num_classes: int) -> ExperimentConfig:
+    """Build the experiment config from parsed flags (validation happens in the dataclasses)."""
+    values: dict[str, dict] = {section: {} for section in _GROUPS}
+    for key, value in vars(args).items():
+        if "." in key:
+            section, name = key.split(".", 1)
+            values[section][name] = tuple(value) if isinstance(value, list) else value
+    return ExperimentConfig(
+        model=ModelConfig(**values["model"], num_classes=num_classes),
+        data=DataConfig(**values["data"]),
+        optim=OptimConfig(**values["optim"]),
+        run=RunConfig(**values["run"]),
+    )

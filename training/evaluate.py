@@ -1,0 +1,86 @@
+"""Evaluate a checkpoint on a dataset folder (images + labels.tsv).
+
+    python training/evaluate.py --checkpoint PATH --data DIR [--json] [--errors FILE.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from text_recognizer.checkpoint import CheckpointError  # noqa: E402
+from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels  # noqa: E402
+from text_recognizer.metrics import cer, line_cer, wer  # noqa: E402
+from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+
+
+def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
+    """Predict every line of ``folder``; unreadable images and unknown characters are counted, not fatal."""
+    records = read_labels(folder)
+    references, predictions, files, skipped = [], [], [], []
+    tensors = []
+    for record in records:
+        try:
+            tensors.append(recognizer.preprocess(open_image(record.path)))
+        except ValueError as error:
+            skipped.append({"file": record.path.name, "reason": str(error)})
+            continue
+        files.append(record.path.name)
+        references.append(record.text)
+    predictions = [line.text for line in recognizer.predict_tensors(tensors)]
+    return {
+        "cer": cer(references, predictions), "wer": wer(references, predictions), "n": len(references),
+        "skipped": skipped, "files": files, "references": references, "predictions": predictions,
+    }
+
+
+def write_errors(path: Path, result: dict) -> None:
+    """Per-line CSV (file, reference, prediction, cer), worst lines first."""
+    rows = sorted(
+        zip(result["files"], result["references"], result["predictions"]),
+        key=lambda row: -line_cer(row[1], row[2]),
+    )
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["file", "reference", "prediction", "cer"])
+        for file, ref, pred in rows:
+            writer.writerow([file, ref, pred, f"{line_cer(ref, pred):.4f}"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="evaluate.py", description="CER and WER of a checkpoint on a dataset folder.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
+    parser.add_argument("--data", type=Path, required=True, help="dataset folder with images and labels.tsv")
+    parser.add_argument("--json", action="store_true", help="print {cer, wer, n} as JSON")
+    parser.add_argument("--errors", type=Path, default=None, help="write a per-line CSV, worst first")
+    parser.add_argument("--device", default="cpu", help="torch device")
+    parser.add_argument("--batch-size", type=int, default=16, help="lines per forward pass")
+    args = parser.parse_args(argv)
+    try:
+        recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size)
+        result = evaluate_folder(recognizer, args.data)
+    except (CheckpointError, DatasetFormatError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for item in result["skipped"]:
+        print(f"skipped {item['file']}: {item['reason']}", file=sys.stderr)
+    if args.errors:
+        write_errors(args.errors, result)
+    if args.json:
+        print(json.dumps({"cer": result["cer"], "wer": result["wer"], "n": result["n"]}))
+    else:
+        print(f"CER {result['cer']:.4f}  WER {result['wer']:.4f}  lines {result['n']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
