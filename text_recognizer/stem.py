@@ -57,8 +57,9 @@ def normalise_ink(gray: np.ndarray) -> np.ndarray:
 
     The paper is the most common tone of a line image, so the median is taken as the paper
     level: if it sits in the bright half of the image's range the ink is dark (invert), otherwise
-    the ink is light. Then paper is stretched to 0 and the strongest ink (99.5th percentile) to 1,
-    which also evens out grey, low-contrast photos.
+    the ink is light. Then paper is stretched to 0 and the strongest ink (99.5th percentile, but at
+    least halfway from the paper to the extreme ink, for lines with very little ink) to 1, which
+    also evens out grey, low-contrast photos.
     """
     low, high = float(gray.min()), float(gray.max())
     if high - low < 1e-3:
@@ -69,8 +70,9 @@ def normalise_ink(gray: np.ndarray) -> np.ndarray:
     ink = 1.0 - gray if dark_ink else gray
     paper_level = 1.0 - paper if dark_ink else paper
     ink_level = float(np.percentile(1.0 - sample if dark_ink else sample, 99.5))
-    if ink_level - paper_level < 1e-3:
-        ink_level = float(ink.max())
+    # With very little ink (one short word on a long line: < 0.5 % of the pixels) the percentile
+    # is paper noise; never put full ink below halfway between the paper and the strongest ink.
+    ink_level = max(ink_level, paper_level + 0.5 * (float(ink.max()) - paper_level))
     scale = max(ink_level - paper_level, 1e-3)
     return np.clip((ink - paper_level) / scale, 0.0, 1.0).astype(np.float32)
 

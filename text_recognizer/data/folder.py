@@ -37,9 +37,15 @@ def read_labels(folder: str | Path) -> list[LineRecord]:
     if not labels.is_file():
         raise DatasetFormatError(f"{labels} is missing: a dataset folder needs a labels.tsv (columns file, text)")
     try:
-        lines = labels.read_text(encoding="utf-8").splitlines()
+        # utf-8-sig: a leading byte-order mark (spreadsheet exports) is not part of the header.
+        content = labels.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise DatasetFormatError(f"{labels} is not valid UTF-8: {error}") from error
+    # Rows end at "\n" (or "\r\n") only: str.splitlines() would also split a text at "\r",
+    # "\x0c", "\x85", "\u2028" and other characters that belong to the text verbatim.
+    lines = [line.removesuffix("\r") for line in content.split("\n")]
+    if lines[-1] == "":
+        lines.pop()  # the final newline ends the last row; it does not start a new one
     if not lines:
         raise DatasetFormatError(f"{labels} is empty: expected a header row with 'file' and 'text'")
     header = lines[0].split("\t")

@@ -1,0 +1,278 @@
+"""Tests for text_recognizer.models: window geometry, LineCNN/CRNN shapes, encoder blocks, config."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from text_recognizer.models.blocks import ConvBlock, Encoder, LSTMBlock
+from text_recognizer.models.config import MODEL_KINDS, ModelConfig
+from text_recognizer.models.crnn import CRNN, build_model
+from text_recognizer.models.line_cnn import LineCNN, WindowGeometry
+
+SMALL = dict(height=16, window_width=16, window_stride=4, cnn_channels=(4, 8), feature_dim=16,
+             conv_blocks=1, conv_kernel=3, lstm_layers=1, lstm_hidden=8, num_classes=7)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models on shared CPUs: one intra-op thread is much faster than contended ones."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small(kind: str, **overrides) -> ModelConfig:
+    return ModelConfig(kind=kind, **{**SMALL, **overrides})
+
+
+# ---------------------------------------------------------------------------------------------
+# WindowGeometry
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("width", "stride", "image_width", "frames"),
+    [
+        (16, 4, 0, 1),
+        (16, 4, 1, 1),
+        (16, 4, 8, 1),  # narrower than the window: padded to one window
+        (16, 4, 15, 1),
+        (16, 4, 16, 1),
+        (16, 4, 17, 1),
+        (16, 4, 19, 1),
+        (16, 4, 20, 2),
+        (16, 4, 100, 22),
+        (16, 4, 333, 80),
+        (8, 2, 8, 1),
+        (8, 2, 9, 1),
+        (8, 2, 10, 2),
+        (8, 8, 64, 8),
+        (5, 1, 12, 8),
+    ],
+)
+def test_num_frames(width: int, stride: int, image_width: int, frames: int) -> None:
+    geometry = WindowGeometry(width, stride)
+    assert geometry.num_frames(image_width) == frames
+    assert geometry.frames(torch.tensor([image_width])).tolist() == [frames]
+
+
+def test_frames_vectorised_matches_num_frames() -> None:
+    geometry = WindowGeometry(16, 4)
+    widths = torch.arange(0, 200)
+    frames = geometry.frames(widths)
+    assert frames.dtype == torch.int64
+    assert frames.tolist() == [geometry.num_frames(w) for w in range(200)]
+    # the formula from the design notes, where the image is at least one window wide
+    assert all(geometry.num_frames(w) == (w - 16) // 4 + 1 for w in range(16, 200))
+
+
+@pytest.mark.parametrize(("width", "stride"), [(16, 4), (8, 2), (12, 3), (8, 8)])
+def test_min_width_is_the_narrowest(width: int, stride: int) -> None:
+    geometry = WindowGeometry(width, stride)
+    assert geometry.min_width(0) == width
+    assert geometry.min_width(1) == width
+    for frames in range(1, 30):
+        w = geometry.min_width(frames)
+        assert geometry.num_frames(w) >= frames
+        if frames > 1:
+            assert geometry.num_frames(w - 1) < frames
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=MODEL_KINDS)
+def model(request) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return build_model(small(request.param)).eval()
+
+
+@pytest.mark.parametrize("width", [1, 8, 15, 16, 17, 19, 20, 100, 333])
+def test_output_lengths_equal_logits_frames(model: LineCNN, width: int) -> None:
+    images = torch.rand(2, 1, 16, width)
+    with torch.no_grad():
+        logits = model(images)  # (B, T, C)
+    assert logits.shape == (2, model.output_lengths(torch.tensor([width])).item(), 7)
+    assert model.output_lengths(torch.tensor([width, width])).tolist() == [logits.shape[1]] * 2
+    assert torch.isfinite(logits).all()
+
+
+def test_default_config_geometry_matches_logits() -> None:
+    torch.manual_seed(0)
+    config = ModelConfig(feature_dim=32, lstm_hidden=8, lstm_layers=1, conv_blocks=1)
+    model = build_model(config).eval()
+    assert model.geometry == WindowGeometry(16, 4)
+    for width in (8, 101):
+        with torch.no_grad():
+            logits = model(torch.rand(1, 1, config.height, width))
+        assert logits.shape == (1, WindowGeometry(16, 4).num_frames(width), 80)
+
+
+def test_batch_of_different_widths_padded(model: LineCNN) -> None:
+    widths = torch.tensor([100, 37, 8])
+    images = torch.zeros(3, 1, 16, 100)
+    for i, w in enumerate(widths.tolist()):
+        images[i, :, :, :w] = torch.rand(1, 16, w)
+    with torch.no_grad():
+        logits = model(images)  # (B, T, C)
+    lengths = model.output_lengths(widths)
+    assert logits.shape[:2] == (3, int(lengths.max()))
+    assert (lengths <= logits.shape[1]).all()
+
+
+def test_window_features_unaffected_by_right_padding(model: LineCNN) -> None:
+    # each window sees only its own pixels: padding the batch wider changes no valid frame
+    image = torch.rand(1, 1, 16, 37)
+    padded = torch.nn.functional.pad(image, (0, 40))
+    frames = model.output_lengths(torch.tensor([37])).item()
+    assert frames == 6
+    with torch.no_grad():
+        a = model.features(image)  # (1, T, D)
+        b = model.features(padded)  # (1, T', D)
+    torch.testing.assert_close(a, b[:, :frames])
+
+
+def test_windows_are_the_image_columns(model: LineCNN) -> None:
+    image = torch.arange(16 * 20, dtype=torch.float32).view(1, 1, 16, 20)
+    windows = model.windows(image)  # (B, T, 1, H, w)
+    assert windows.shape == (1, 2, 1, 16, 16)
+    for t in range(2):
+        assert torch.equal(windows[0, t], image[0, :, :, 4 * t : 4 * t + 16])
+    narrow = model.windows(image[..., :5])  # padded with zeros to one window
+    assert narrow.shape == (1, 1, 1, 16, 16)
+    assert torch.equal(narrow[0, 0, :, :, :5], image[0, :, :, :5]) and not narrow[0, 0, :, :, 5:].any()
+
+
+def test_gradients_flow(model: LineCNN) -> None:
+    model.train()
+    try:
+        logits = model(torch.rand(2, 1, 16, 40))
+        logits.sum().backward()
+        grads = [p.grad for p in model.parameters() if p.requires_grad]
+        assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.eval()
+
+
+@pytest.mark.parametrize(
+    ("shape", "match"),
+    [((2, 1, 15, 40), "16 px high"), ((2, 1, 32, 40), "16 px high"), ((2, 3, 16, 40), r"\(B, 1, H, W\)"),
+     ((1, 16, 40), r"\(B, 1, H, W\)")],
+)
+def test_wrong_input_shape_raises(model: LineCNN, shape, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        model(torch.rand(*shape))
+
+
+def test_build_model_kinds() -> None:
+    assert type(build_model(small("line_cnn"))) is LineCNN
+    assert type(build_model(small("crnn"))) is CRNN
+    with pytest.raises(ValueError, match="kind='crnn'"):
+        CRNN(small("line_cnn"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoder
+# ---------------------------------------------------------------------------------------------
+
+
+def test_encoder_block_names() -> None:
+    crnn = Encoder(small("crnn", conv_blocks=2, lstm_layers=3))
+    assert crnn.block_names == ["conv1", "conv2", "lstm1", "lstm2", "lstm3"]
+    assert all(isinstance(crnn.blocks[n], ConvBlock) for n in ("conv1", "conv2"))
+    assert isinstance(crnn.blocks["lstm3"], LSTMBlock)
+    # line_cnn never has LSTM blocks, whatever lstm_layers says
+    assert Encoder(small("line_cnn", conv_blocks=2, lstm_layers=3)).block_names == ["conv1", "conv2"]
+    assert Encoder(small("crnn", conv_blocks=0, lstm_layers=1)).block_names == ["lstm1"]
+    assert Encoder(small("crnn", conv_blocks=0, lstm_layers=0)).block_names == []
+
+
+def test_blocks_are_residual_and_keep_shape() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(2, 9, 16)
+    for block in (ConvBlock(16, 3, 0.0), LSTMBlock(16, 8, 0.0)):
+        block.eval()
+        with torch.no_grad():
+            y = block(x)
+            assert y.shape == x.shape
+            torch.testing.assert_close(y, x + block.branch(x))
+
+
+def test_model_encoder_names() -> None:
+    assert build_model(small("crnn", conv_blocks=2, lstm_layers=2)).encoder.block_names == [
+        "conv1", "conv2", "lstm1", "lstm2"]
+
+
+# ---------------------------------------------------------------------------------------------
+# ModelConfig
+# ---------------------------------------------------------------------------------------------
+
+
+def test_config_defaults() -> None:
+    config = ModelConfig()
+    assert config.kind == "crnn" and config.num_classes == 80
+    assert isinstance(config.cnn_channels, tuple)
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_config_round_trip(kind: str) -> None:
+    config = small(kind, dropout=0.25)
+    data = config.to_dict()
+    assert isinstance(data["cnn_channels"], list)
+    assert ModelConfig.from_dict(data) == config
+    # plain types: survives JSON
+    assert ModelConfig.from_dict(json.loads(json.dumps(data))) == config
+
+
+def test_cnn_channels_normalised_to_int_tuple() -> None:
+    config = ModelConfig(cnn_channels=[8, 16])
+    assert config.cnn_channels == (8, 16)
+
+
+def test_from_dict_unknown_key() -> None:
+    data = ModelConfig().to_dict()
+    data["attention_heads"] = 4
+    with pytest.raises(ValueError, match="attention_heads"):
+        ModelConfig.from_dict(data)
+
+
+def test_from_dict_partial_uses_defaults() -> None:
+    assert ModelConfig.from_dict({"kind": "line_cnn"}) == ModelConfig(kind="line_cnn")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"kind": "transformer"}, "model kind"),
+        ({"height": 7}, "height"),
+        ({"height": 8, "cnn_channels": (4, 4, 4, 4)}, "height"),
+        ({"window_width": 4}, "window_width"),  # < 2 ** 3 pooling stages
+        ({"window_stride": 0}, "window_stride"),
+        ({"cnn_channels": ()}, "cnn_channels"),
+        ({"cnn_channels": (8, 0)}, "cnn_channels"),
+        ({"feature_dim": 0}, "feature_dim"),
+        ({"conv_blocks": -1}, "conv_blocks"),
+        ({"conv_kernel": 4}, "conv_kernel"),
+        ({"conv_kernel": 0}, "conv_kernel"),
+        ({"lstm_layers": -1}, "lstm_layers"),
+        ({"lstm_hidden": 0}, "lstm_hidden"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"dropout": -0.1}, "dropout"),
+        ({"num_classes": 1}, "num_classes"),
+    ],
+)
+def test_config_validation(overrides: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**overrides)
+
+
+def test_config_is_frozen() -> None:
+    with pytest.raises(AttributeError):
+        ModelConfig().height = 32  # type: ignore[misc]
