@@ -404,3 +404,23 @@ def test_long_label_512():
     logits, targets, input_lengths, target_lengths = make_case(10, 1, length + 2, 3, 0, [label],
                                                                [length + 2])
     assert_close_to_reference(logits, targets, input_lengths, target_lengths, reduction="sum")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU the script runs the full benchmark")
+def test_benchmark_script_cpu_path(tmp_path):
+    """``benchmarks/ctc_bench.py --quick`` without a GPU: interpreter correctness part only."""
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "ctc_bench.py"), "--quick", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "GPU timings need a GPU" in result.stdout
+    import json
+
+    report = json.loads(out.read_text())
+    assert report["correctness"]["determinism"]["bitwise_identical"]
+    for row in report["correctness"]["agreement"]:
+        assert row["loss_err_ratio"] <= 2.0 + 1e-6 or row["ours_fp32_loss_err"] < 1e-5
+        assert not row["ours_fp32_nan"] and not row["ours_bf16_nan"]

@@ -49,8 +49,9 @@ Kernels
    ``beta_t(s)`` is the log-probability of the *future* ``t+1 .. T-1`` given state ``s`` at ``t``
    (it excludes the emission at ``t``), so ``occ_t(s) = exp(alpha_t(s) + beta_t(s) + nll)`` is the
    posterior probability that the alignment is in state ``s`` at frame ``t``. The occupancy
-   overwrites ``alpha`` in place (same thread, same address: no hazard). Needs shifts ``x[i+1]``
-   of two vectors, again by ``tl.gather``.
+   overwrites ``alpha`` in place (same thread, same address: no hazard); a second backward through
+   the same graph (``retain_graph=True``) re-runs kernel 2 first to rebuild alpha. Needs shifts
+   ``x[i+1]`` of two vectors, again by ``tl.gather``.
 4. ``_grad_kernel`` (backward): one program per ``(b, t)`` row, fully parallel. The gradient with
    respect to the raw logits is ``scale_b * (softmax_t(c) - occ_t(c))`` where ``occ_t(c)`` sums the
    state occupancies of all states whose class is ``c`` (all blank states for the blank class).
@@ -500,7 +501,7 @@ def _backward(logits, prep: _Prepared, blank: int, nll, lse, alpha, scale):
         num_warps=_serial_num_warps(prep.block),
     )
     block_c = min(triton.next_power_of_2(classes), 128)
-    block_l = min(prep.block, 32)
+    block_l = min(prep.block, max(16, 4096 // block_c))  # (label chunk x class chunk) ~ 4K tile
     _grad_kernel[(batch * frames,)](
         logits, *logits.stride(), lse,
         alpha, alpha.stride(0), alpha.stride(1), prep.width,
