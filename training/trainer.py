@@ -241,7 +241,10 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
         train_set = torch.utils.data.Subset(datasets.train, subset)
         val_set = train_set
         sampler = EpochSampler(len(train_set), config.run.seed, shuffle=False)
-    loader_args = {"collate_fn": collate_lines, "num_workers": config.data.num_workers, "persistent_workers": False}
+    # Loaders get their own generators: creating an iterator draws a seed from the loader's generator,
+    # which must not be the global RNG that dropout uses, or resuming would shift every draw after it.
+    loader_args = {"collate_fn": collate_lines, "num_workers": config.data.num_workers, "persistent_workers": False,
+                   "generator": torch.Generator().manual_seed(config.run.seed)}
     train_loader = DataLoader(train_set, batch_size=bs, sampler=sampler, drop_last=False, **loader_args)
     val_loader = DataLoader(val_set, batch_size=max(bs, 32), shuffle=False, **loader_args)
     steps_per_epoch = math.ceil(len(train_set) / bs)
@@ -285,6 +288,8 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
         }
         save_checkpoint(payload, run_dir / "last.pt")
 
+    # Preprocessed images (1, H, W) ink-high of the first validation lines, for loggers' sample tables.
+    sample_images = [val_set[i].image for i in range(min(len(val_set), config.run.wandb_samples))]
     start_time = time.monotonic() - state.elapsed
     stop_reason = ""
     last_val = None
@@ -343,8 +348,8 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
                 state.best_cer, state.best_epoch, state.epochs_without_improvement = last_val.cer, state.epoch, 0
             else:
                 state.epochs_without_improvement += 1
-            samples = [{"reference": r, "prediction": p, "cer": line_cer(r, p)}
-                       for r, p in list(zip(last_val.references, last_val.predictions))[:16]]
+            samples = [{"reference": r, "prediction": p, "cer": line_cer(r, p), **({"image": sample_images[i]} if i < len(sample_images) else {})}
+                       for i, (r, p) in enumerate(list(zip(last_val.references, last_val.predictions))[:max(16, len(sample_images))])]
             for logger in loggers:
                 logger.log_val(state.epoch, state.step, {**last_val.metrics(), "best_val_cer": state.best_cer}, samples)
             print(f"epoch {state.epoch:3d} step {state.step:6d} | train loss {loss_value:.3f} | val loss {last_val.loss:.3f} "
