@@ -60,6 +60,10 @@ class RunConfig:
     early_stopping: int = field(default=0, metadata={"help": "stop when val CER has not improved for this many epochs (0: off)"})
     checkpoint_every: int = field(default=200, metadata={"help": "also save last.pt every N steps within an epoch (0: only at epoch ends)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    group: str = field(default="", metadata={"help": "experiment group shared by related runs (W&B group; shown by compare_runs.py)"})
+    wandb: bool = field(default=False, metadata={"help": "log to Weights & Biases (respects WANDB_MODE/PROJECT/ENTITY/DIR; offline without an API key)"})
+    wandb_project: str = field(default="", metadata={"help": "W&B project (default: $WANDB_PROJECT, else text-recognizer)"})
+    wandb_samples: int = field(default=16, metadata={"help": "fixed validation lines logged as a W&B table every epoch"})
 
 
 @dataclass(frozen=True)

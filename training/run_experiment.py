@@ -37,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     codec = Codec()
     try:
         config = config_from_args(args, num_classes=codec.num_classes)
-        summary = fit(config, codec=codec)
+        loggers = []
+        if config.run.wandb:
+            from training.wandb_logger import WandbLogger
+
+            loggers.append(WandbLogger(project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples))
+        summary = fit(config, loggers=loggers, codec=codec)
     except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -289,7 +289,8 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
         save_checkpoint(payload, run_dir / "last.pt")
 
     # Preprocessed images (1, H, W) ink-high of the first validation lines, for loggers' sample tables.
-    sample_images = [val_set[i].image for i in range(min(len(val_set), config.run.wandb_samples))]
+    wanted = config.run.wandb_samples if len(loggers) > 1 else 0  # only JsonlLogger: no table to fill
+    sample_images = [val_set[i].image for i in range(min(len(val_set), wanted))]
     start_time = time.monotonic() - state.elapsed
     stop_reason = ""
     last_val = None
