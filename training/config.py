@@ -24,13 +24,18 @@ DEVICES_HELP = "auto (cuda when available, else cpu), cpu, cuda, cuda:N"
 
 @dataclass(frozen=True)
 class DataConfig:
-    data: tuple[str, ...] = field(default=("synthetic",), metadata={"help": "training data: 'synthetic' or one or more dataset folders (images + labels.tsv)"})
+    data: tuple[str, ...] = field(default=("synthetic",), metadata={"help": "training data: 'synthetic', 'iam' (official IAM lines, processed and cached on first use), 'emnist_lines', and/or dataset folders (images + labels.tsv, e.g. ../shared/data/iam/train)"})
     val_data: tuple[str, ...] = field(default=(), metadata={"help": "validation folder(s); default: synthetic lines for --data synthetic, else a held-out --val-fraction of the training folders"})
     val_fraction: float = field(default=0.05, metadata={"help": "share of the training folders held out for validation when --val-data is not given"})
     synthetic_train_lines: int = field(default=4000, metadata={"help": "synthetic lines per training epoch"})
     synthetic_val_lines: int = field(default=300, metadata={"help": "synthetic validation lines (a fixed set)"})
     bad_samples: str = field(default="skip", metadata={"help": "what to do with unreadable, unknown-character or CTC-infeasible samples", "choices": ("skip", "error")})
     num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes (0: load in the main process)"})
+    augment: bool = field(default=True, metadata={"help": "augment the training images (slant, elastic, ink/paper, ruled lines, blur, noise, JPEG; text_recognizer/data/augment.py); applies to folder and named datasets, never to validation; synthetic lines have their own variation and are not augmented"})
+    detokenize: bool = field(default=True, metadata={"help": "read folder labels with natural spacing: remove IAM's spaces around punctuation and clitics ('Leeds , Ontario' -> 'Leeds, Ontario'; text_recognizer/data/tokenization.py)"})
+    iam_archives: str = field(default="", metadata={"help": "for --data iam: folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip (IAM needs registration; default: the download cache, then download)"})
+    iam_train_extra: bool = field(default=False, metadata={"help": "for --data iam: also train on the lines in no official list whose writers are not in val/test"})
+    allow_unverified: bool = field(default=False, metadata={"help": "accept downloaded or local archives that have no sha256 recorded in data/raw/<dataset>/metadata.toml"})
 
 
 @dataclass(frozen=True)

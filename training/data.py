@@ -3,7 +3,10 @@
 ``--data synthetic`` uses the built-in generator (train lines differ every epoch index range,
 validation is a fixed set from another seed). Otherwise ``--data`` names dataset folders; they are
 checked up front (unknown characters, unreadable images, CTC feasibility) and bad samples are
-skipped with a count or stop the run, as ``--bad-samples`` says.
+skipped with a count or stop the run, as ``--bad-samples`` says. ``--data iam`` and
+``--data emnist_lines`` name the processed real datasets (built and cached on first use) and bring
+their own validation folder. Folder labels are detokenised to natural spacing (``--detokenize``)
+and the training set alone is augmented (``--augment``).
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ from torch.utils.data import ConcatDataset, Dataset
 
 from text_recognizer.codec import Codec
 from text_recognizer.data.checks import DataReport, check_records
-from text_recognizer.data.folder import FolderLines, read_labels
+from text_recognizer.data.augment import AugmentConfig, build_augmentation
+from text_recognizer.data.folder import FolderLines, LineRecord, read_labels
 from text_recognizer.data.lines import EncodedLines
 from text_recognizer.data.synthetic import SyntheticLines
+from text_recognizer.data.tokenization import detokenize
 from text_recognizer.models.config import ModelConfig
 from text_recognizer.models.line_cnn import WindowGeometry
 from training.config import DataConfig
 
 SYNTHETIC = "synthetic"
+IAM = "iam"  # official IAM lines, processed and cached by text_recognizer.data.iam
+EMNIST_LINES = "emnist_lines"  # lines of EMNIST characters, text_recognizer.data.emnist_lines
 _VAL_SEED_OFFSET = 1_000_003
 
 
@@ -34,20 +41,45 @@ class Datasets:
     reports: dict[str, DataReport]
 
 
-def _folders(names, codec, model: ModelConfig, policy: str) -> tuple[list, dict[str, DataReport]]:
+def _folders(names, codec, model: ModelConfig, policy: str, detok: bool = False) -> tuple[list, dict[str, DataReport]]:
     geometry = WindowGeometry(model.window_width, model.window_stride)
     parts, reports = [], {}
     for name in names:
-        report = check_records(read_labels(name), codec, geometry, model.height, policy=policy)
+        records = read_labels(name)
+        if detok:
+            records = [LineRecord(r.path, detokenize(r.text)) for r in records]
+        report = check_records(records, codec, geometry, model.height, policy=policy)
         reports[name] = report
         parts.append((name, report.kept))
     return parts, reports
+
+
+def _resolve_named(config: DataConfig, model: ModelConfig) -> tuple[list[str], list[str]]:
+    """``--data`` entries -> (training folders, default validation folders of named datasets)."""
+    train, val = [], []
+    for name in config.data:
+        if name == IAM:
+            from text_recognizer.data.iam import prepare_iam
+
+            folders = prepare_iam(config.iam_archives or None, height=model.height, allow_unverified=config.allow_unverified)
+            train += [str(folders["train"])] + ([str(folders["train_extra"])] if config.iam_train_extra else [])
+            val.append(str(folders["val"]))
+        elif name == EMNIST_LINES:
+            from text_recognizer.data.emnist_lines import EmnistLinesConfig, prepare_emnist_lines
+
+            folders = prepare_emnist_lines(EmnistLinesConfig(height=model.height))
+            train.append(str(folders["train"]))
+            val.append(str(folders["val"]))
+        else:
+            train.append(name)
+    return train, val
 
 
 def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: int) -> Datasets:
     """The train and validation ``EncodedLines`` for a run's data config."""
     if not config.data:
         raise ValueError("--data needs at least one value: 'synthetic' or a dataset folder")
+    named_val: list[str] = []
     if SYNTHETIC in config.data:
         if len(config.data) > 1:
             raise ValueError("--data synthetic cannot be combined with folders (yet)")
@@ -55,19 +87,25 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
         reports: dict[str, DataReport] = {}
         description = f"synthetic ({config.synthetic_train_lines} lines/epoch, seed {seed})"
     else:
-        parts, reports = _folders(config.data, codec, model, config.bad_samples)
+        train_folders, named_val = _resolve_named(config, model)
+        parts, reports = _folders(train_folders, codec, model, config.bad_samples, config.detokenize)
         train = ConcatDataset([FolderLines(name, records) for name, records in parts])
         description = " + ".join(config.data)
-    if config.val_data:
-        val_parts, val_reports = _folders(config.val_data, codec, model, config.bad_samples)
+    val_folders = list(config.val_data) or (named_val if SYNTHETIC not in config.data else [])
+    if val_folders:
+        val_parts, val_reports = _folders(val_folders, codec, model, config.bad_samples, config.detokenize)
         reports.update({f"val:{k}": v for k, v in val_reports.items()})
         val = ConcatDataset([FolderLines(name, records) for name, records in val_parts])
     elif SYNTHETIC in config.data:
         val = SyntheticLines(config.synthetic_val_lines, seed=seed + _VAL_SEED_OFFSET, height=model.height)
     else:
         train, val = _hold_out(train, config.val_fraction, seed)
+    augment = None
+    if config.augment and SYNTHETIC not in config.data:
+        augment = build_augmentation(AugmentConfig())
+        description += " (augmented)"
     return Datasets(
-        train=EncodedLines(train, codec, model.height),
+        train=EncodedLines(train, codec, model.height, augment=augment),
         val=EncodedLines(val, codec, model.height),
         description=description,
         reports=reports,

@@ -16,6 +16,7 @@ if __package__ in (None, ""):
 
 from text_recognizer.checkpoint import CheckpointError  # noqa: E402
 from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels  # noqa: E402
+from text_recognizer.data.tokenization import cer_iam, cer_natural  # noqa: E402
 from text_recognizer.metrics import cer, line_cer, wer  # noqa: E402
 from text_recognizer.recognizer import LineRecognizer  # noqa: E402
 
@@ -36,6 +37,9 @@ def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
     predictions = [line.text for line in recognizer.predict_tensors(tensors)]
     return {
         "cer": cer(references, predictions), "wer": wer(references, predictions), "n": len(references),
+        # IAM-style labels: CER against natural-spacing references, and against IAM's own tokenised
+        # references (predictions re-tokenised; comparable with published IAM numbers)
+        "cer_natural": cer_natural(references, predictions), "cer_iam": cer_iam(references, predictions),
         "skipped": skipped, "files": files, "references": references, "predictions": predictions,
     }
 
@@ -76,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.errors:
         write_errors(args.errors, result)
     if args.json:
-        print(json.dumps({"cer": result["cer"], "wer": result["wer"], "n": result["n"]}))
+        print(json.dumps({k: result[k] for k in ("cer", "wer", "n", "cer_natural", "cer_iam")}))
     else:
-        print(f"CER {result['cer']:.4f}  WER {result['wer']:.4f}  lines {result['n']}")
+        print(f"CER {result['cer']:.4f}  WER {result['wer']:.4f}  lines {result['n']}  "
+              f"(natural-spacing refs: CER {result['cer_natural']:.4f}; IAM-tokenised refs: CER {result['cer_iam']:.4f})")
     return 0
 
 

@@ -2,6 +2,8 @@
 
     python training/run_experiment.py                       # default CRNN on built-in synthetic lines
     python training/run_experiment.py --data DIR [DIR...] --val-data DIR
+    python training/run_experiment.py --data iam --iam-archives DIR --allow-unverified   # official IAM split
+    python training/run_experiment.py --data emnist_lines       # EMNIST Lines (downloads EMNIST once)
     python training/run_experiment.py --help                # every flag, grouped, with defaults
 """
 
@@ -17,6 +19,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from text_recognizer.checkpoint import CheckpointError  # noqa: E402
 from text_recognizer.codec import Codec  # noqa: E402
 from text_recognizer.data.checks import DataCheckError  # noqa: E402
+from text_recognizer.data.download import DownloadError  # noqa: E402
 from text_recognizer.data.folder import DatasetFormatError  # noqa: E402
 from training.config import add_config_arguments, config_from_args  # noqa: E402
 from training.trainer import TrainingError, fit  # noqa: E402
@@ -43,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
             loggers.append(WandbLogger(project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples))
         summary = fit(config, loggers=loggers, codec=codec)
-    except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError) as error:
+    except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError, DownloadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     best = summary["best_val_cer"]

@@ -1,0 +1,85 @@
+"""Render docs/augmentation_samples.png: real lines (left-top, "original") and augmented versions.
+
+Each block shows one line as stored (IAM's binarised ink), then ``--per-line`` augmented draws of
+the training pipeline (``text_recognizer.data.augment``), and last the augmented image as the model
+sees it after the stem (ink high, shown inverted back to dark ink for readability).
+
+Uses the development copy ``../shared/data/iam/val`` when it exists, else built-in synthetic lines.
+
+Usage: python docs/make_augmentation_samples.py [--seed 0] [--lines 4] [--per-line 3] [--out docs/augmentation_samples.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, ImageDraw
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from text_recognizer.data.augment import build_augmentation  # noqa: E402
+from text_recognizer.data.folder import open_image, read_labels  # noqa: E402
+from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
+from text_recognizer.stem import preprocess  # noqa: E402
+
+DEV_VAL = ROOT.parent / "shared" / "data" / "iam" / "val"
+MAX_WIDTH = 1100
+
+
+def _lines(count: int, seed: int) -> tuple[list[tuple[Image.Image, str]], str]:
+    if (DEV_VAL / "labels.tsv").is_file():
+        records = read_labels(DEV_VAL)
+        rng = np.random.default_rng(seed)
+        picks = rng.choice(len(records), size=count, replace=False)
+        return [(open_image(records[i].path), records[i].text) for i in picks], "IAM val (development copy)"
+    ds = SyntheticLines(count, seed=seed)
+    return [ds[i] for i in range(count)], "synthetic lines"
+
+
+def _fit(image: Image.Image, height: int = 64) -> Image.Image:
+    image = image.convert("L")
+    image = image.resize((max(1, round(image.width * height / image.height)), height), Image.Resampling.BILINEAR)
+    return image.crop((0, 0, min(image.width, MAX_WIDTH), height))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lines", type=int, default=4)
+    ap.add_argument("--per-line", type=int, default=3)
+    ap.add_argument("--out", default=str(Path(__file__).with_name("augmentation_samples.png")))
+    args = ap.parse_args()
+
+    items, source = _lines(args.lines, args.seed)
+    augment = build_augmentation(generator=torch.Generator().manual_seed(args.seed))
+    rows: list[tuple[str, Image.Image]] = []
+    for image, text in items:
+        rows.append((f"original: {text}", _fit(image)))
+        last = image
+        for k in range(args.per_line):
+            last = augment(image)
+            rows.append((f"augmented #{k + 1}", _fit(last)))
+        stem = preprocess(last, 64)[0].numpy()  # (64, W) ink high
+        rows.append(("after the stem (augmented #%d, shown dark-on-light)" % args.per_line,
+                     _fit(Image.fromarray(((1.0 - stem) * 255).astype(np.uint8), mode="L"))))
+    label_h, gap = 13, 5
+    sheet = Image.new("L", (MAX_WIDTH + 8, 18 + len(rows) * (64 + label_h + gap) + 4), 255)
+    draw = ImageDraw.Draw(sheet)
+    draw.text((4, 3), f"Training augmentation ({source}); seed {args.seed}", fill=0)
+    y = 18
+    for label, image in rows:
+        draw.text((4, y), label[:170], fill=90 if label.startswith("aug") else 0)
+        sheet.paste(image, (4, y + label_h))
+        y += 64 + label_h + gap
+    sheet = sheet.point(lambda v: (v // 8) * 8 + 4)  # 32 grey levels: a much smaller PNG, same look
+    sheet.save(args.out, optimize=True)
+    print(f"wrote {args.out} ({sheet.width}x{sheet.height})")
+
+
+if __name__ == "__main__":
+    main()
