@@ -79,8 +79,13 @@ def make_optimizer(model: torch.nn.Module, config: ExperimentConfig) -> torch.op
     return torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
 
 
-def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, total_steps: int):
-    """Linear warm-up, then constant (``none``), cosine decay or a one-cycle-like ramp down to 0."""
+def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, total_steps: int, time_progress=None):
+    """Linear warm-up, then constant (``none``), cosine decay or a one-cycle-like ramp down to 0.
+
+    Progress through the schedule is counted in steps out of ``total_steps``; with a time budget
+    (``--max-minutes``) ``time_progress()`` (elapsed / budget) is used too, whichever is further,
+    so a run stopped by its budget has finished its decay instead of stopping at a high rate.
+    """
     o = config.optim
     warmup = max(0, o.warmup_steps)
     total = max(total_steps, warmup + 1)
@@ -89,6 +94,8 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, t
         if warmup and step < warmup:
             return (step + 1) / warmup
         progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        if time_progress is not None:
+            progress = max(progress, min(1.0, time_progress()))
         if o.lr_schedule == "cosine":
             return 0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * progress))
         if o.lr_schedule == "onecycle":
@@ -249,9 +256,10 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     val_loader = DataLoader(val_set, batch_size=max(bs, 32), shuffle=False, **loader_args)
     steps_per_epoch = math.ceil(len(train_set) / bs)
     planned = config.optim.max_steps or steps_per_epoch * config.optim.max_epochs
-    scheduler = make_scheduler(optimizer, config, planned)
-
     state = TrainState()
+    budget = config.optim.max_minutes * 60
+    scheduler = make_scheduler(optimizer, config, planned, (lambda: state.elapsed / budget) if budget else None)
+
     if resume_payload is not None:
         saved = ExperimentConfig.from_dict(resume_payload["config"])
         if saved.model != config.model:
@@ -260,7 +268,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
         ts = resume_payload["train_state"]
         optimizer.load_state_dict(ts["optimizer_state"])
         scheduler.load_state_dict(ts["scheduler_state"])
-        state = TrainState(**ts["counters"])
+        state.__dict__.update(ts["counters"])
         _set_rng_state(ts["rng"], device)
         print(f"resumed {run_dir} at epoch {state.epoch}, step {state.step}")
 
@@ -338,7 +346,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
                     stop_reason = f"reached --max-minutes {config.optim.max_minutes}"
                     break
             bar.close()
-            epoch_done = not stop_reason
+            epoch_done = not stop_reason or state.batch_in_epoch >= steps_per_epoch
             if epoch_done:
                 state.epoch += 1
                 state.batch_in_epoch = 0
