@@ -20,23 +20,32 @@ if [ -d "$DATA/train" ]; then
   timeout $(( ${TRAIN_MINUTES%.*} * 60 + 150 )) python3 training/run_experiment.py $COMMON --run-dir /tmp/runs/base \
       > "$OUT/train_base.log" 2>&1 &
   BASE=$!
-  timeout $(( ${TRAIN_MINUTES%.*} * 60 + 150 )) python3 training/run_experiment.py $COMMON --run-dir /tmp/runs/large \
+  timeout $(( ${TRAIN_MINUTES%.*} * 60 + 150 )) python3 training/run_experiment.py $COMMON --run-dir /tmp/runs/large --ctc-impl torch \
       --cnn-channels 24 48 96 --feature-dim 320 --lstm-layers 3 --lstm-hidden 192 \
       > "$OUT/train_large.log" 2>&1 &
   LARGE=$!
 fi
 
-timeout 200 python3 -m pytest tests/ctc -q -x -p no:cacheprovider > "$OUT/ctc_tests.log" 2>&1
+timeout 150 python3 -m pytest tests/ctc -q -x -p no:cacheprovider > "$OUT/ctc_tests.log" 2>&1
 echo "ctc tests exit $?" >> "$OUT/ctc_tests.log"; tail -3 "$OUT/ctc_tests.log"
-timeout 220 python3 benchmarks/ctc_bench.py --quick --no-sweep --json "$OUT/ctc_bench.json" > "$OUT/ctc_bench.log" 2>&1
+timeout 180 python3 benchmarks/ctc_bench.py --quick --no-sweep --json "$OUT/ctc_bench.json" > "$OUT/ctc_bench.log" 2>&1
 echo "ctc bench exit $?" >> "$OUT/ctc_bench.log"; tail -40 "$OUT/ctc_bench.log"
 
 if [ -n "${BASE:-}" ]; then
   wait $BASE; echo "base exit $?"; wait $LARGE; echo "large exit $?"
+  mkdir -p /tmp/results
   for r in base large; do
     tail -4 "$OUT/train_$r.log"
-    [ -f /tmp/runs/$r/best.pt ] && cp /tmp/runs/$r/best.pt "$OUT/best_$r.pt"
-    for f in summary.json metrics.jsonl config.json; do [ -f /tmp/runs/$r/$f ] && cp /tmp/runs/$r/$f "$OUT/${r}_$f"; done
+    for f in summary.json metrics.jsonl config.json; do [ -f /tmp/runs/$r/$f ] && cp /tmp/runs/$r/$f /tmp/results/${r}_$f; done
+    # at most 16 MB a file comes back: ship the weights in float16 (restored to float32 on arrival)
+    [ -f /tmp/runs/$r/best.pt ] && python3 -c "
+import torch, sys
+p = torch.load(sys.argv[1], weights_only=True)
+p['model_state'] = {k: (v.half() if v.is_floating_point() else v) for k, v in p['model_state'].items()}
+torch.save(p, sys.argv[2])" /tmp/runs/$r/best.pt "$OUT/best_${r}_fp16.pt"
   done
+  mv "$OUT"/train_*.log /tmp/results/
 fi
+mv "$OUT"/env.txt "$OUT"/ctc_tests.log "$OUT"/ctc_bench.log "$OUT"/ctc_bench.json /tmp/results/ 2>/dev/null
+tar czf "$OUT/results.tar.gz" -C /tmp results
 ls -la "$OUT"
