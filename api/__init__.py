@@ -1,0 +1,1 @@
+"""HTTP serving for the line recognizer: ``uvicorn api.app:app`` (see ``docs/api.md``)."""
