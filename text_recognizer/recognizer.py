@@ -78,7 +78,7 @@ class LineRecognizer:
             batch = torch.zeros(len(chunk), 1, self.config.height, int(widths.max()))
             for row, i in enumerate(chunk):
                 batch[row, :, :, : lines[i].shape[-1]] = lines[i]
-            logits = self.model(batch.to(self.device))  # (B, T, C)
+            logits = self.model(batch.to(self.device), widths)  # (B, T, C)
             frames = self.model.output_lengths(widths)
             decoded = ctc_decode(logits, self.codec, frames, collapse_repeats=self.loss == "ctc")
             for i, line in zip(chunk, decoded):

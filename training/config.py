@@ -57,6 +57,7 @@ class RunConfig:
     name: str = field(default="", metadata={"help": "run name (default: <model>-<data>-<timestamp>)"})
     run_dir: str = field(default="", metadata={"help": "run directory (default: training/logs/<name>)"})
     resume: bool = field(default=False, metadata={"help": "resume from <run-dir>/last.pt"})
+    init_from: str = field(default="", metadata={"help": "start from the weights of this checkpoint (fine-tuning; same architecture), with a fresh optimiser"})
     seed: int = field(default=0, metadata={"help": "random seed (data order, initialisation, dropout)"})
     device: str = field(default="auto", metadata={"help": DEVICES_HELP})
     loss: str = field(default="ctc", metadata={"help": "ctc, or nll: the per-window cross-entropy baseline", "choices": LOSSES})

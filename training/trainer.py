@@ -107,7 +107,7 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, t
 
 def compute_loss(model, batch: LineBatch, loss_kind: str, ctc_impl: str) -> tuple[torch.Tensor, dict]:
     """Loss of one batch and facts about it. Infeasible CTC samples are left out and counted."""
-    logits = model(batch.images)  # (B, T, C)
+    logits = model(batch.images, batch.widths)  # (B, T, C)
     frames = model.output_lengths(batch.widths)  # (B,)
     if loss_kind == "nll":
         return _nll_loss(logits, batch, frames), {"used": len(batch.texts), "infeasible": 0}
@@ -159,7 +159,7 @@ def evaluate(model, loader, codec: Codec, device: torch.device, loss_kind: str =
     refs, preds, confs = [], [], []
     for batch in loader:
         batch = batch.to(device)
-        logits = model(batch.images)  # (B, T, C)
+        logits = model(batch.images, batch.widths)  # (B, T, C)
         frames = model.output_lengths(batch.widths)
         if loss_kind == "nll":
             loss = _nll_loss(logits, batch, frames)
@@ -191,6 +191,19 @@ def _set_rng_state(state: dict, device: torch.device) -> None:
     random.setstate((state["python_version"], tuple(state["python"]), None))
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path) -> None:
+    """Start from another checkpoint's weights (fine-tuning); the architectures must match."""
+    payload = load_checkpoint(path, map_location="cpu")
+    theirs = dict(payload["model_config"])
+    ours = config.model.to_dict()
+    differences = {k: (theirs.get(k), v) for k, v in ours.items() if k != "dropout" and theirs.get(k) != v}
+    if differences:
+        raise TrainingError(f"--init-from {path}: its model differs from this run's in {differences} (theirs, ours)")
+    state = {k: v.float() if v.is_floating_point() else v for k, v in payload["model_state"].items()}
+    model.load_state_dict(state)
+    print(f"initialised the model from {path}")
 
 
 def default_run_name(config: ExperimentConfig) -> str:
@@ -260,6 +273,8 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     budget = config.optim.max_minutes * 60
     scheduler = make_scheduler(optimizer, config, planned, (lambda: state.elapsed / budget) if budget else None)
 
+    if config.run.init_from and resume_payload is None:
+        _init_from(model, config, Path(config.run.init_from))
     if resume_payload is not None:
         saved = ExperimentConfig.from_dict(resume_payload["config"])
         if saved.model != config.model:
@@ -284,7 +299,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     def checkpoint_payload(val_cer: float | None) -> dict:
         return {
             "model_config": config.model.to_dict(), "codec": codec.to_dict(), "loss": config.run.loss,
-            "model_state": model.state_dict(), "config": config.to_dict(),
+            "model_state": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "config": config.to_dict(),
             "metadata": {"data": datasets.description, "val_cer": val_cer, "epoch": state.epoch, "step": state.step},
         }
 

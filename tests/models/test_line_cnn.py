@@ -197,12 +197,26 @@ def test_encoder_block_names() -> None:
 def test_blocks_are_residual_and_keep_shape() -> None:
     torch.manual_seed(0)
     x = torch.randn(2, 9, 16)
+    lengths = torch.tensor([9, 5])
     for block in (ConvBlock(16, 3, 0.0), LSTMBlock(16, 8, 0.0)):
         block.eval()
         with torch.no_grad():
-            y = block(x)
+            y = block(x, lengths)
             assert y.shape == x.shape
-            torch.testing.assert_close(y, x + block.branch(x))
+            torch.testing.assert_close(y, x + block.branch(x, lengths))
+
+
+def test_padding_never_reaches_valid_frames() -> None:
+    """A line decodes the same alone and padded inside a batch with a wider line."""
+    torch.manual_seed(0)
+    model = build_model(small("crnn", conv_blocks=2, lstm_layers=1)).eval()
+    short, wide = torch.rand(1, 1, 16, 60), torch.rand(1, 1, 16, 200)
+    batch = torch.zeros(2, 1, 16, 200)
+    batch[0, :, :, :60], batch[1] = short[0], wide[0]
+    with torch.no_grad():
+        alone, together = model(short), model(batch, torch.tensor([60, 200]))
+    torch.testing.assert_close(together[0, : alone.shape[1]], alone[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(together[1], model(wide)[0], atol=1e-5, rtol=1e-5)
 
 
 def test_model_encoder_names() -> None:

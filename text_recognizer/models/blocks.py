@@ -3,12 +3,18 @@
 Blocks are numbered from 1 in order (``conv1``, ``conv2``, ..., ``lstm1``, ...). Each computes
 ``x + g(x)`` where ``g`` is its residual branch, which is what intermediate CTC losses (capture a
 block's output) and stochastic depth (skip ``g``) need.
+
+Padding: in a batch, lines shorter than the widest are padded. Every block takes the valid frame
+counts ``lengths`` (``(B,)``) and never lets padded frames reach valid ones (conv inputs are
+zeroed past each length, the BiLSTM runs on packed sequences), so a line decodes the same alone
+or in any batch.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from text_recognizer.models.config import ModelConfig
 
@@ -23,13 +29,13 @@ class ConvBlock(nn.Module):
         self.act = nn.GELU()
         self.dropout = nn.Dropout(dropout)
 
-    def branch(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.norm(x).transpose(1, 2)  # (B, T, D) -> (B, D, T)
-        y = self.act(self.conv(y)).transpose(1, 2)  # (B, D, T) -> (B, T, D)
+    def branch(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        y = self.norm(x) * frame_mask(lengths, x.shape[1], x.device)  # (B, T, D), zero past each length
+        y = self.act(self.conv(y.transpose(1, 2))).transpose(1, 2)  # (B, D, T) -> (B, T, D)
         return self.dropout(y)  # (B, T, D)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.branch(x)  # (B, T, D)
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return x + self.branch(x, lengths)  # (B, T, D)
 
 
 class LSTMBlock(nn.Module):
@@ -42,12 +48,14 @@ class LSTMBlock(nn.Module):
         self.project = nn.Linear(2 * hidden, dim)
         self.dropout = nn.Dropout(dropout)
 
-    def branch(self, x: torch.Tensor) -> torch.Tensor:
-        y, _ = self.lstm(self.norm(x))  # (B, T, D) -> (B, T, 2*hidden)
+    def branch(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        packed = pack_padded_sequence(self.norm(x), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        y, _ = self.lstm(packed)
+        y, _ = pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])  # (B, T, 2*hidden), 0 past lengths
         return self.dropout(self.project(y))  # (B, T, D)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.branch(x)  # (B, T, D)
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return x + self.branch(x, lengths)  # (B, T, D)
 
 
 class Encoder(nn.Module):
@@ -68,7 +76,13 @@ class Encoder(nn.Module):
     def block_names(self) -> list[str]:
         return list(self.blocks.keys())
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         for block in self.blocks.values():
-            x = block(x)  # (B, T, D)
+            x = block(x, lengths)  # (B, T, D)
         return self.norm(x)  # (B, T, D)
+
+
+def frame_mask(lengths: torch.Tensor, frames: int, device: torch.device) -> torch.Tensor:
+    """``(B, T, 1)`` float mask: 1 for valid frames, 0 for padding."""
+    steps = torch.arange(frames, device=device)
+    return (steps[None, :] < lengths.to(device)[:, None]).unsqueeze(-1).float()  # (B, T, 1)

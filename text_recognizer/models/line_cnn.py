@@ -100,7 +100,17 @@ class LineCNN(nn.Module):
         flat = windows.reshape(b * t, *windows.shape[2:])  # (B*T, 1, H, w)
         return self.window_cnn(flat).view(b, t, -1)  # (B, T, D)
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        x = self.features(images)  # (B, T, D)
-        x = self.encoder(x)  # (B, T, D)
+    def frame_lengths(self, images: torch.Tensor, widths: torch.Tensor | None) -> torch.Tensor:
+        """Valid frames per line: from ``widths`` (unpadded image widths) or the full batch width."""
+        if widths is None:
+            widths = torch.full((images.shape[0],), images.shape[-1], dtype=torch.int64)
+        if widths.shape != (images.shape[0],):
+            raise ValueError(f"widths must have shape ({images.shape[0]},), got {tuple(widths.shape)}")
+        return self.output_lengths(widths.cpu().clamp(max=images.shape[-1]))
+
+    def forward(self, images: torch.Tensor, widths: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(B, T, C)``; ``widths`` (``(B,)``) are the unpadded image widths of a padded batch."""
+        lengths = self.frame_lengths(images, widths)  # (B,)
+        x = self.features(images)  # (B, 1, H, W) -> (B, T, D)
+        x = self.encoder(x, lengths)  # (B, T, D)
         return self.head(self.head_dropout(x))  # (B, T, C)
