@@ -11,6 +11,8 @@ and the training set alone is augmented (``--augment``).
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 import torch
@@ -20,7 +22,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.checks import DataReport, check_records
 from text_recognizer.data.augment import AugmentConfig, build_augmentation
 from text_recognizer.data.folder import FolderLines, LineRecord, read_labels
-from text_recognizer.data.lines import EncodedLines
+from text_recognizer.data.lines import EncodedLines, MappedLines
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.models.config import ModelConfig
@@ -76,38 +78,47 @@ def _resolve_named(config: DataConfig, model: ModelConfig) -> tuple[list[str], l
 
 
 def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: int) -> Datasets:
-    """The train and validation ``EncodedLines`` for a run's data config."""
+    """The train and validation ``EncodedLines`` for a run's data config.
+
+    ``synthetic`` may be mixed with folders (``--data DIR synthetic``): each epoch then adds
+    ``--synthetic-train-lines`` generated lines. Only the folder lines are augmented (the
+    generator has its own variation), and validation never is.
+    """
     if not config.data:
         raise ValueError("--data needs at least one value: 'synthetic' or a dataset folder")
+    named = [d for d in config.data if d != SYNTHETIC]
+    reports: dict[str, DataReport] = {}
     named_val: list[str] = []
-    if SYNTHETIC in config.data:
-        if len(config.data) > 1:
-            raise ValueError("--data synthetic cannot be combined with folders (yet)")
-        train = SyntheticLines(config.synthetic_train_lines, seed=seed, height=model.height)
-        reports: dict[str, DataReport] = {}
-        description = f"synthetic ({config.synthetic_train_lines} lines/epoch, seed {seed})"
-    else:
-        train_folders, named_val = _resolve_named(config, model)
+    folder_train: Dataset | None = None
+    descriptions = []
+    if named:
+        train_folders, named_val = _resolve_named(dataclasses.replace(config, data=tuple(named)), model)
         parts, reports = _folders(train_folders, codec, model, config.bad_samples, config.detokenize)
-        train = ConcatDataset([FolderLines(name, records) for name, records in parts])
-        description = " + ".join(config.data)
-    val_folders = list(config.val_data) or (named_val if SYNTHETIC not in config.data else [])
+        folder_train = ConcatDataset([FolderLines(name, records) for name, records in parts])
+        descriptions.append(" + ".join(named))
+    val_folders = list(config.val_data) or named_val
     if val_folders:
         val_parts, val_reports = _folders(val_folders, codec, model, config.bad_samples, config.detokenize)
         reports.update({f"val:{k}": v for k, v in val_reports.items()})
-        val = ConcatDataset([FolderLines(name, records) for name, records in val_parts])
-    elif SYNTHETIC in config.data:
-        val = SyntheticLines(config.synthetic_val_lines, seed=seed + _VAL_SEED_OFFSET, height=model.height)
+        val: Dataset = ConcatDataset([FolderLines(name, records) for name, records in val_parts])
+    elif folder_train is not None:
+        folder_train, val = _hold_out(folder_train, config.val_fraction, seed)
     else:
-        train, val = _hold_out(train, config.val_fraction, seed)
-    augment = None
-    if config.augment and SYNTHETIC not in config.data:
-        augment = build_augmentation(AugmentConfig())
-        description += " (augmented)"
+        val = SyntheticLines(config.synthetic_val_lines, seed=seed + _VAL_SEED_OFFSET, height=model.height)
+    train_parts: list[Dataset] = []
+    if folder_train is not None:
+        if config.augment:
+            folder_train = MappedLines(folder_train, build_augmentation(AugmentConfig()))
+            descriptions[-1] += " (augmented)"
+        train_parts.append(folder_train)
+    if SYNTHETIC in config.data:
+        train_parts.append(SyntheticLines(config.synthetic_train_lines, seed=seed, height=model.height))
+        descriptions.append(f"synthetic ({config.synthetic_train_lines} lines/epoch, seed {seed})")
+    train = train_parts[0] if len(train_parts) == 1 else ConcatDataset(train_parts)
     return Datasets(
-        train=EncodedLines(train, codec, model.height, augment=augment),
+        train=EncodedLines(train, codec, model.height),
         val=EncodedLines(val, codec, model.height),
-        description=description,
+        description=" + ".join(descriptions),
         reports=reports,
     )
 

@@ -43,6 +43,21 @@ class LineBatch:
         )
 
 
+class MappedLines(Dataset):
+    """``(fn(image), text)`` for each ``(image, text)`` of a dataset: e.g. augmentation of one part."""
+
+    def __init__(self, lines: Dataset, fn: Callable[[Image.Image], Image.Image]):
+        self.lines = lines
+        self.fn = fn
+
+    def __len__(self) -> int:
+        return len(self.lines)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: int) -> tuple[Image.Image, str]:
+        image, text = self.lines[index]
+        return self.fn(image), text
+
+
 class EncodedLines(Dataset):
     """Stem + codec over a dataset of ``(PIL image, text)``; optional augmentation of the PIL image."""
 
