@@ -16,10 +16,14 @@ before the call) of
 * ``cudnn``  - PyTorch's cuDNN CTC where its conditions hold (float32, blank 0, int32 concatenated
   targets and lengths on the CPU, all input lengths == T, labels < 256, cuDNN enabled).
 
-and prints ratios ``torch_time / ours_time`` (> 1: ours is faster). It then checks determinism
-(10 runs, bitwise equal loss and gradient), agreement with a float64 reference on the GPU (our
-float32 error next to PyTorch's float32 error), and, unless ``--no-sweep``, times the serial
-kernels with other warp counts and with the scratch-memory shift.
+and prints ratios ``torch_time / ours_time`` (> 1: ours is faster). On the median shape it also
+times ours end to end through the validated ``ctc_loss(impl='triton')`` (lengths on the GPU, and
+lengths on the CPU: the common case, checked on the host), the forward alone without a gradient,
+and counts the CUDA kernels one forward + backward launches (torch profiler). It then checks
+determinism (10 runs, bitwise equal loss and gradient), agreement with a float64 reference on the
+GPU (our float32 error next to PyTorch's float32 error), and, unless ``--no-sweep``, times the
+recursion kernel with other warp counts, the scratch-memory shift, and concurrent vs
+sequential alpha/beta launches.
 
 Without CUDA it says so and runs only the correctness part, through Triton's CPU interpreter on
 tiny shapes.
@@ -241,46 +245,117 @@ def median_summary(rows):
     return summary
 
 
+def ours_cpu_lengths_fn(targets, input_lengths, target_lengths, device):
+    """Validated path with the lengths left on the CPU (host-side checks, non-blocking copies)."""
+    tg = targets.to(device)
+
+    def fn(x):
+        return ctc_loss(x, tg, input_lengths, target_lengths, reduction="mean", impl="triton")
+
+    return fn
+
+
+def time_forward(fn, x, warmup, iters):
+    """Median milliseconds of a forward without a gradient."""
+    with torch.no_grad():
+        for _ in range(warmup):
+            fn(x)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(x)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def count_kernels(fn, x):
+    """CUDA kernels launched by one forward + backward (torch profiler), or None if unavailable."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        x.grad = None
+        fn(x).backward()  # warm (compiled, cached)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            x.grad = None
+            fn(x).backward()
+            torch.cuda.synchronize()
+        events = [e for e in prof.events() if e.device_type.name == "CUDA"]
+        per_kernel = {}
+        for e in events:
+            per_kernel[e.name[:60]] = per_kernel.get(e.name[:60], 0.0) + getattr(
+                e, "device_time", getattr(e, "cuda_time", 0.0)) / 1000.0
+        x.grad = None
+        return len(events), {k: round(v, 4) for k, v in per_kernel.items()}  # name -> ms
+    except Exception as error:  # pragma: no cover - profiler quirks
+        print(f"  kernel count unavailable: {error!r}"[:200])
+        return None, []
+
+
 def end_to_end_median(warmup, iters):
     """The median shape through the validated ``ctc_loss(impl='triton')`` (adds a host sync)."""
     batch, frames, classes, length = MEDIAN_SHAPES[0]
     logits, targets, il, tl = make_problem(batch, frames, classes, length, torch.float32, "cuda")
     x = logits.requires_grad_(True)
-    ms = time_fwd_bwd(ours_validated_fn(targets, il, tl, "cuda"), x, warmup, iters)
-    print(f"\nEnd to end through ctc_loss(impl='triton') with validation, {MEDIAN_SHAPES[0]}: {ms:.3f} ms")
-    return ms
+    result = {}
+    result["validated_gpu_lengths_ms"] = time_fwd_bwd(ours_validated_fn(targets, il, tl, "cuda"), x,
+                                                      warmup, iters)
+    result["validated_cpu_lengths_ms"] = time_fwd_bwd(ours_cpu_lengths_fn(targets, il, tl, "cuda"), x,
+                                                      warmup, iters)
+    result["raw_ms"] = time_fwd_bwd(ours_fn(targets, il, tl, "cuda"), x, warmup, iters)
+    result["forward_no_grad_ms"] = time_forward(ours_fn(targets, il, tl, "cuda"), x, warmup, iters)
+    result["torch_forward_no_grad_ms"] = time_forward(torch_fn(targets, il, tl, "cuda"), x, warmup, iters)
+    count, names = count_kernels(ours_fn(targets, il, tl, "cuda"), x)
+    result["kernels_fwd_bwd"], result["kernel_names"] = count, names
+    print(f"\nMedian shape {MEDIAN_SHAPES[0]} float32, ours:")
+    print(f"  fused_ctc_loss fwd+bwd {result['raw_ms']:.3f} ms; end to end through ctc_loss(impl='triton') "
+          f"with validation: lengths on GPU {result['validated_gpu_lengths_ms']:.3f} ms, lengths on CPU "
+          f"{result['validated_cpu_lengths_ms']:.3f} ms")
+    print(f"  forward without grad: ours {result['forward_no_grad_ms']:.3f} ms, torch "
+          f"{result['torch_forward_no_grad_ms']:.3f} ms; CUDA kernels per fwd+bwd: {count}, device ms "
+          f"per kernel: {names}")
+    return result
 
 
 def sweep(warmup, iters):
-    """Serial-kernel warp counts and the two shift implementations on the median shape."""
+    """Recursion warp counts, the two shift implementations and concurrent/sequential directions."""
     batch, frames, classes, length = MEDIAN_SHAPES[0]
     logits, targets, il, tl = make_problem(batch, frames, classes, length, torch.float32, "cuda")
     x = logits.requires_grad_(True)
     fn = ours_fn(targets, il, tl, "cuda")
     reference = None
     results = []
-    print(f"\nSweep on {MEDIAN_SHAPES[0]} float32 (env {triton_ctc._SHIFT_ENV}, {triton_ctc._WARPS_ENV}):")
-    saved = {k: os.environ.get(k) for k in (triton_ctc._SHIFT_ENV, triton_ctc._WARPS_ENV)}
+    keys = (triton_ctc._SHIFT_ENV, triton_ctc._WARPS_ENV, triton_ctc._DIRECTIONS_ENV)
+    print(f"\nSweep on {MEDIAN_SHAPES[0]} float32 (env {', '.join(keys)}):")
+    saved = {k: os.environ.get(k) for k in keys}
+    configs = [(d, s, w) for d in ("concurrent", "sequential") for s in ("gather", "scratch")
+               for w in (1, 2, 4, 8)]
     try:
-        for shift in ("gather", "scratch"):
-            for warps in (1, 2, 4, 8):
-                os.environ[triton_ctc._SHIFT_ENV] = shift
-                os.environ[triton_ctc._WARPS_ENV] = str(warps)
-                try:
-                    ms = time_fwd_bwd(fn, x, warmup, iters)
-                    x.grad = None
-                    loss = fn(x)
-                    loss.backward()
-                    out = (loss.detach().clone(), x.grad.clone())
-                    if reference is None:
-                        reference = out
-                    diff = max((out[0] - reference[0]).abs().max().item(),
-                               (out[1] - reference[1]).abs().max().item())
-                    results.append(dict(shift=shift, warps=warps, ms=ms, max_diff_vs_first=diff))
-                    print(f"  shift={shift:<7} warps={warps}: {ms:.3f} ms, max |diff| vs first config {diff:.2e}")
-                except Exception as error:  # report and go on: one failing config must not hide others
-                    results.append(dict(shift=shift, warps=warps, error=repr(error)[:300]))
-                    print(f"  shift={shift:<7} warps={warps}: FAILED {error!r}"[:300])
+        for directions, shift, warps in configs:
+            os.environ[triton_ctc._DIRECTIONS_ENV] = directions
+            os.environ[triton_ctc._SHIFT_ENV] = shift
+            os.environ[triton_ctc._WARPS_ENV] = str(warps)
+            try:
+                ms = time_fwd_bwd(fn, x, warmup, iters)
+                x.grad = None
+                loss = fn(x)
+                loss.backward()
+                out = (loss.detach().clone(), x.grad.clone())
+                if reference is None:
+                    reference = out
+                diff = max((out[0] - reference[0]).abs().max().item(),
+                           (out[1] - reference[1]).abs().max().item())
+                results.append(dict(directions=directions, shift=shift, warps=warps, ms=ms,
+                                    max_diff_vs_first=diff))
+                print(f"  directions={directions:<10} shift={shift:<7} warps={warps}: {ms:.3f} ms, "
+                      f"max |diff| vs first config {diff:.2e}")
+            except Exception as error:  # report and go on: one failing config must not hide others
+                results.append(dict(directions=directions, shift=shift, warps=warps, error=repr(error)[:300]))
+                print(f"  directions={directions} shift={shift:<7} warps={warps}: FAILED {error!r}"[:300])
     finally:
         for key, value in saved.items():
             if value is None:
@@ -408,7 +483,7 @@ def main(argv=None):
         print_table(rows)
         results["timings"] = rows
         results["median_summary"] = median_summary(rows)
-        results["end_to_end_median_ms"] = end_to_end_median(warmup, iters)
+        results["end_to_end_median"] = end_to_end_median(warmup, iters)
         results["correctness"] = correctness("cuda")
         if not args.no_sweep:
             results["sweep"] = sweep(warmup, iters)

@@ -27,7 +27,7 @@ from text_recognizer.ctc.feasibility import required_frames
 from text_recognizer.ctc.loss import ctc_loss
 
 REPO = Path(__file__).resolve().parents[2]
-_INTERPRETED = type(triton_ctc._alpha_kernel).__name__ == "InterpretedFunction"
+_INTERPRETED = type(triton_ctc._recursion_kernel).__name__ == "InterpretedFunction"
 if _INTERPRETED:
     DEVICE = "cpu"
 elif torch.cuda.is_available():
@@ -325,7 +325,7 @@ def test_gradcheck_float64():
 
 @needs_kernels
 def test_repeated_backward_with_retain_graph():
-    """The backward reuses the alpha buffer for occupancies; a second backward must still work."""
+    """The backward only reads the saved alpha/beta buffers: a second backward gives the same."""
     logits, targets, input_lengths, target_lengths = mixed_batch(seed=11)
     x = logits.requires_grad_(True).to(DEVICE)
     loss = ctc_loss(x, targets.to(DEVICE), input_lengths.to(DEVICE), target_lengths.to(DEVICE),
@@ -333,6 +333,123 @@ def test_repeated_backward_with_retain_graph():
     first, = torch.autograd.grad(loss, x, retain_graph=True)
     second, = torch.autograd.grad(loss, x)
     assert torch.equal(first, second)
+
+
+@needs_kernels
+@pytest.mark.parametrize("concatenated", [False, True])
+def test_concurrent_alpha_beta_buffers(concatenated):
+    """The alpha (program (b, 0)) and beta (program (b, 1)) buffers of the forward are consistent:
+    for every live frame the state occupancies exp(alpha + beta + nll) sum to 1, and alpha, beta
+    and the NLL match a float64 reference recursion written in plain PyTorch."""
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=12)
+    logits = logits[:3]  # feasible samples only
+    targets, input_lengths, target_lengths = targets[:3], input_lengths[:3], target_lengths[:3]
+    if concatenated:
+        targets = concatenate(targets, target_lengths)
+    x = logits.to(DEVICE).requires_grad_(True)
+    prep = triton_ctc._Prepared(x, targets.to(DEVICE), input_lengths.to(DEVICE),
+                                target_lengths.to(DEVICE), None)
+    loss, nll, _, state = triton_ctc._forward(x.detach(), prep, 0, "none", False, need_grad=True)
+    state, nll = state.cpu(), nll.cpu()
+    width = prep.width
+    log_probs = logits.log_softmax(-1)
+    labels = mixed_batch(seed=12)[1]
+    for b in range(3):
+        n_t, n_l = int(input_lengths[b]), int(target_lengths[b])
+        ext = [0]
+        for c in labels[b, :n_l].tolist():
+            ext += [c, 0]
+        n_s = len(ext)
+        alpha = torch.full((n_t, n_s), float("-inf"), dtype=torch.float64)
+        beta = torch.full((n_t, n_s), float("-inf"), dtype=torch.float64)
+        prev = torch.full((n_s,), float("-inf"), dtype=torch.float64)
+        prev[0] = 0.0
+        for t in range(n_t):
+            for s in range(n_s):
+                terms = [prev[s]] + ([prev[s - 1]] if s >= 1 else [])
+                if s >= 2 and ext[s] != 0 and ext[s] != ext[s - 2]:
+                    terms.append(prev[s - 2])
+                alpha[t, s] = torch.logsumexp(torch.stack(terms), 0) + log_probs[b, t, ext[s]]
+            prev = alpha[t]
+        beta[n_t - 1, n_s - 1] = 0.0
+        if n_s > 1:
+            beta[n_t - 1, n_s - 2] = 0.0
+        for t in range(n_t - 1, 0, -1):
+            for s in range(n_s):
+                succ = [s] + ([s + 1] if s + 1 < n_s else [])
+                if s + 2 < n_s and ext[s + 2] != 0 and ext[s + 2] != ext[s]:
+                    succ.append(s + 2)
+                terms = torch.stack([beta[t, j] + log_probs[b, t, ext[j]] for j in succ])
+                beta[t - 1, s] = torch.logsumexp(terms, 0)
+        ref_nll = -torch.logsumexp(alpha[n_t - 1, max(0, n_s - 2):], 0)
+        assert abs(nll[b].item() - ref_nll.item()) <= 1e-9 * (1 + abs(ref_nll.item()))
+        got = []
+        for direction, ref in ((0, alpha), (1, beta)):
+            ours_state = torch.full((n_t, n_s), float("-inf"), dtype=torch.float64)
+            ours_state[:, 0::2] = state[direction, b, :n_t, : n_l + 1]
+            ours_state[:, 1::2] = state[direction, b, :n_t, width : width + n_l]
+            assert torch.equal(torch.isinf(ours_state), torch.isinf(ref)), (direction, b)
+            finite = torch.isfinite(ref)
+            assert torch.allclose(ours_state[finite], ref[finite], rtol=1e-9, atol=1e-9), (direction, b)
+            got.append(ours_state)
+        occupancy = (got[0] + got[1] + nll[b]).exp().sum(1)
+        assert torch.allclose(occupancy, torch.ones(n_t, dtype=torch.float64), atol=1e-9)
+
+
+@needs_kernels
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_no_grad_path_matches_grad_path(reduction):
+    """Without a gradient only the alpha programs run (no state buffer): same loss bitwise."""
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=13)
+    args = (targets.to(DEVICE), input_lengths.to(DEVICE), target_lengths.to(DEVICE))
+    x = logits.float().to(DEVICE)
+    with torch.no_grad():
+        plain = ctc_loss(x, *args, reduction=reduction, impl="triton")
+    with_grad = ctc_loss(x.clone().requires_grad_(True), *args, reduction=reduction, impl="triton")
+    assert with_grad.requires_grad and not plain.requires_grad
+    assert torch.equal(plain, with_grad.detach())
+    prep = triton_ctc._Prepared(x, *args, None)
+    _, _, _, state = triton_ctc._forward(x, prep, 0, reduction, False, need_grad=False)
+    assert state is None
+
+
+@needs_kernels
+def test_max_target_length_hint_and_expanded_grad_output():
+    """A larger ``max_target_length`` (wider buffers) or none at all (concatenated targets: read
+    back) gives bitwise the same; ``loss.sum().backward()`` passes an expanded (stride 0)
+    grad_output for reduction='none'."""
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=14)
+    x0 = logits.float().to(DEVICE)
+    results = []
+    for tg, hint in ((targets, None), (targets, 4), (targets, 9),
+                     (concatenate(targets, target_lengths), None),
+                     (concatenate(targets, target_lengths), 6)):
+        x = x0.clone().requires_grad_(True)
+        loss = triton_ctc.fused_ctc_loss(x, tg.to(DEVICE), input_lengths.to(DEVICE),
+                                         target_lengths.to(DEVICE), reduction="none",
+                                         max_target_length=hint)
+        loss.sum().backward()
+        results.append((loss.detach().cpu(), x.grad.cpu()))
+    for loss, grad in results[1:]:
+        assert torch.equal(loss, results[0][0]) and torch.equal(grad, results[0][1])
+    ref_loss, ref_grad = reference(logits.float(), targets, input_lengths, target_lengths,
+                                   reduction="none")
+    assert max_err(results[0][0], ref_loss) < 1e-4 and max_err(results[0][1], ref_grad) < 1e-4
+
+
+@needs_kernels
+@pytest.mark.parametrize("frames", [1, 3, 4, 5, 8, 11])
+def test_unrolled_frame_loop_tails(frames):
+    """The recursion loop is unrolled by 4: every remainder of T mod 4, per-sample lengths."""
+    labels = [[1], [2, 2], []]
+    input_lengths = [frames, max(0, frames - 1), max(0, frames - 2)]
+    logits, targets, input_lengths, target_lengths = make_case(15 + frames, 3, frames, 4, 0, labels,
+                                                               input_lengths)
+    weight = torch.tensor([1.0, -0.5, 2.0])
+    assert_close_to_reference(logits, targets, input_lengths, target_lengths, weight=weight,
+                              reduction="none")
+    assert_close_to_reference(logits.float(), targets, input_lengths, target_lengths,
+                              reduction="mean", zero_infinity=True)
 
 
 @needs_kernels
@@ -378,6 +495,21 @@ def test_scratch_shift_matches_gather(monkeypatch):
     assert torch.equal(gathered[0], scratched[0]) and torch.equal(gathered[1], scratched[1])
     monkeypatch.setenv("TEXT_RECOGNIZER_CTC_SHIFT", "bogus")
     with pytest.raises(ValueError, match="TEXT_RECOGNIZER_CTC_SHIFT"):
+        ours(logits.float(), targets, input_lengths, target_lengths)
+
+
+@needs_kernels
+def test_sequential_directions_match_concurrent(monkeypatch):
+    """Alpha and beta in one launch (grid (B, 2)) or two launches: bitwise the same."""
+    logits, targets, input_lengths, target_lengths = mixed_batch(seed=16)
+    results = []
+    for mode in ("concurrent", "sequential", "auto"):
+        monkeypatch.setenv("TEXT_RECOGNIZER_CTC_DIRECTIONS", mode)
+        results.append(ours(logits.float(), targets, input_lengths, target_lengths, reduction="sum"))
+    for loss, grad in results[1:]:
+        assert torch.equal(loss, results[0][0]) and torch.equal(grad, results[0][1])
+    monkeypatch.setenv("TEXT_RECOGNIZER_CTC_DIRECTIONS", "bogus")
+    with pytest.raises(ValueError, match="TEXT_RECOGNIZER_CTC_DIRECTIONS"):
         ours(logits.float(), targets, input_lengths, target_lengths)
 
 

@@ -51,7 +51,7 @@ def ctc_loss(
         zero_infinity: replace infinite losses (infeasible samples) by 0.
         impl: ``"auto"``, ``"torch"`` or ``"triton"``.
     """
-    input_lengths, target_lengths = _check_arguments(
+    input_lengths, target_lengths, max_target_length = _check_arguments(
         logits, targets, input_lengths, target_lengths, blank, reduction, impl
     )
     chosen = resolve_impl(impl, logits.device)
@@ -61,6 +61,7 @@ def ctc_loss(
         return fused_ctc_loss(
             logits, targets, input_lengths, target_lengths,
             blank=blank, reduction=reduction, zero_infinity=zero_infinity,
+            max_target_length=max_target_length,  # known on the host: no device sync there
         )
     return _torch_ctc_loss(
         logits, targets, input_lengths, target_lengths, blank, reduction, zero_infinity
@@ -141,10 +142,16 @@ def _pad_concatenated(targets: torch.Tensor, target_lengths: torch.Tensor) -> to
 
 
 def _check_arguments(logits, targets, input_lengths, target_lengths, blank, reduction, impl):
-    """Validate everything; return the lengths as int64 tensors on ``logits.device``.
+    """Validate everything; return ``(input_lengths, target_lengths, max_target_length)``.
 
-    All value checks (lengths and target ids) are reduced on the device into one small tensor
-    that is read back once: a single synchronisation, which reading the lengths needs anyway.
+    The lengths come back as int64 tensors on ``logits.device``; ``max_target_length`` is a host
+    int (``max(target_lengths)``, 0 for an empty batch) that the fused kernel uses to size its
+    buffers without a device synchronisation.
+
+    Lengths given as CPU tensors (the common case) are checked on the host and copied to the device
+    without a synchronisation (``non_blocking``). Whatever has to be checked on the device (target
+    ids; lengths that live there) is reduced into one small tensor that is read back once: a
+    single synchronisation, which reading the lengths needs anyway.
     """
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
@@ -178,42 +185,73 @@ def _check_arguments(logits, targets, input_lengths, target_lengths, blank, redu
             raise ValueError(f"{name} must be a 1-D int32/int64 tensor, got {_describe(value)}")
         if value.shape[0] != batch:
             raise ValueError(f"{name} has {value.shape[0]} entries but the batch size is {batch}")
-        lengths.append(value.to(device=logits.device, dtype=torch.int64))
+        lengths.append(value.to(torch.int64))
     input_lengths, target_lengths = lengths
 
-    zero = torch.zeros((), dtype=torch.int64, device=logits.device)
-    if targets.dim() == 2:
-        valid = torch.arange(targets.shape[1], device=targets.device) < target_lengths[:, None]
-        values = targets.long()
+    # Device-side statistics, gathered into one read-back; host-side ones are computed directly.
+    device_stats, names = [], []
+    host = {}
+    for name, value in (("in", input_lengths), ("tl", target_lengths)):
+        if value.device.type == "cpu" or not batch:
+            if batch:
+                low, high = torch.aminmax(value)
+                host[name + "_min"], host[name + "_max"] = int(low), int(high)
+            else:
+                host[name + "_min"] = host[name + "_max"] = 0
+            if name == "tl":
+                host["tl_sum"] = int(value.sum())
+        else:
+            low, high = torch.aminmax(value)
+            device_stats += [low, high]
+            names += [name + "_min", name + "_max"]
+            if name == "tl":
+                device_stats.append(value.sum())
+                names.append("tl_sum")
+    input_lengths = input_lengths.to(logits.device, non_blocking=True)
+    target_lengths = target_lengths.to(logits.device, non_blocking=True)
+    # Length errors first (as before); host-side ones can be raised before any device work.
+    _check_lengths(host, frames, targets, batch)
+
+    if targets.numel():
+        if targets.dim() == 2:
+            valid = torch.arange(targets.shape[1], device=targets.device) < target_lengths[:, None]
+            # positions past the target length get a neutral id: in range and not the blank
+            values = torch.where(valid, targets, (blank + 1) % classes)
+        else:
+            values = targets
+        low, high = torch.aminmax(values)
+        device_stats += [low, high, (values == blank).sum()]
+        names += ["id_min", "id_max", "blanks"]
     else:
-        valid = torch.ones_like(targets, dtype=torch.bool)
-        values = targets.long()
-    stats = torch.stack([
-        input_lengths.min() if batch else zero,
-        input_lengths.max() if batch else zero,
-        target_lengths.min() if batch else zero,
-        target_lengths.max() if batch else zero,
-        target_lengths.sum() if batch else zero,
-        torch.where(valid, values, 0).min() if values.numel() else zero,
-        torch.where(valid, values, 0).max() if values.numel() else zero,
-        (valid & (values == blank)).sum() if values.numel() else zero,
-    ]).tolist()  # the one host read-back
-    in_min, in_max, tl_min, tl_max, tl_sum, id_min, id_max, blanks = stats
-    if batch and (in_min < 0 or in_max > frames):
-        raise ValueError(f"input_lengths must be in [0, T={frames}], got values in [{in_min}, {in_max}]")
-    if batch and tl_min < 0:
-        raise ValueError(f"target_lengths must be >= 0, got a minimum of {tl_min}")
-    if targets.dim() == 2 and tl_max > targets.shape[1]:
-        raise ValueError(f"target_lengths must be <= S={targets.shape[1]} (padded targets), got {tl_max}")
-    if targets.dim() == 1 and tl_sum != targets.shape[0]:
+        host.update(id_min=0, id_max=0, blanks=0)
+    if device_stats:
+        host.update(zip(names, torch.stack(device_stats).tolist()))  # the one host read-back
+        _check_lengths(host, frames, targets, batch)
+    if host["id_min"] < 0 or host["id_max"] >= classes:
         raise ValueError(
-            f"concatenated targets have {targets.shape[0]} ids but target_lengths sum to {tl_sum}"
+            f"target ids must be in [0, C={classes}), got values in [{host['id_min']}, {host['id_max']}]"
         )
-    if id_min < 0 or id_max >= classes:
-        raise ValueError(f"target ids must be in [0, C={classes}), got values in [{id_min}, {id_max}]")
-    if blanks:
-        raise ValueError(f"targets contain the blank id {blank} ({blanks} times) inside the target lengths")
-    return input_lengths, target_lengths
+    if host["blanks"]:
+        raise ValueError(
+            f"targets contain the blank id {blank} ({host['blanks']} times) inside the target lengths"
+        )
+    return input_lengths, target_lengths, host["tl_max"]
+
+
+def _check_lengths(stats: dict, frames: int, targets: torch.Tensor, batch: int) -> None:
+    """Raise for the length statistics present in ``stats`` (the others are checked later)."""
+    if batch and "in_min" in stats and (stats["in_min"] < 0 or stats["in_max"] > frames):
+        raise ValueError(
+            f"input_lengths must be in [0, T={frames}], got values in [{stats['in_min']}, {stats['in_max']}]"
+        )
+    if batch and "tl_min" in stats and stats["tl_min"] < 0:
+        raise ValueError(f"target_lengths must be >= 0, got a minimum of {stats['tl_min']}")
+    if targets.dim() == 2 and "tl_max" in stats and stats["tl_max"] > targets.shape[1]:
+        raise ValueError(f"target_lengths must be <= S={targets.shape[1]} (padded targets), got {stats['tl_max']}")
+    if targets.dim() == 1 and "tl_sum" in stats and stats["tl_sum"] != targets.shape[0]:
+        raise ValueError(
+            f"concatenated targets have {targets.shape[0]} ids but target_lengths sum to {stats['tl_sum']}"
+        )
 
 
 def _describe(value) -> str:

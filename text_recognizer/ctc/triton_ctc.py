@@ -1,4 +1,4 @@
-"""Fused CTC loss in Triton: log-softmax, alpha/beta recursions and the logits gradient.
+"""Fused CTC loss in Triton: log-softmax, concurrent alpha/beta recursions and the logits gradient.
 
 Entry point: :func:`fused_ctc_loss` (called by ``text_recognizer.ctc.loss.ctc_loss`` with
 ``impl="triton"``, after all arguments were validated there). It takes *raw* logits ``(B, T, C)``;
@@ -29,38 +29,59 @@ NaN can appear). The recursion starts from a virtual ``alpha_{-1}`` that is ``lo
 ``-inf`` elsewhere, which makes ``input_length == 0`` fall out naturally (loss 0 for an empty label,
 ``inf`` otherwise). The loss is ``-lse(alpha_{T-1}(2L), alpha_{T-1}(2L-1))``.
 
-The shift ``x[i-1]`` is done **in registers** with ``tl.gather`` (the compiler inserts whatever
-shared-memory traffic and barriers the layout needs; no hand-written memory round trip can race).
-A fallback that goes through a small per-sample global scratch row with ``tl.debug_barrier()``
-before the write and before the read is selectable with the environment variable
-``TEXT_RECOGNIZER_CTC_SHIFT=scratch`` (default ``gather``).
+``beta_t(s)`` is the log-probability of the *future* frames ``t+1 .. T-1`` given state ``s`` at
+``t`` (it excludes the emission at ``t``): ``beta_{T-1}`` is ``log 1`` on the two final states and
+``beta_{t-1}(s) = lse over successors s' of (beta_t(s') + lp_t(s'))``. Then
+``occ_t(s) = exp(alpha_t(s) + beta_t(s) + nll)`` is the posterior probability that the alignment is
+in state ``s`` at frame ``t``.
 
-Kernels
--------
-1. ``_row_lse_kernel``: log-sum-exp of every ``(b, t)`` row of logits (online over class chunks),
-   accumulated in float32 (float64 for float64 logits). Output ``lse`` ``(B, T)``. Massively
-   parallel; everything after it reads ``lp = logit - lse`` on the fly.
-2. ``_alpha_kernel``: one program per sample, a serial loop over ``t < input_length`` computing the
-   alpha recursion above. The logits of the next frame are prefetched one step ahead so their load
-   latency overlaps the current step. When a gradient is needed it stores every alpha row into
-   ``alpha`` ``(B, T, 2 * W)`` (``W = max_label_length + 1``; the blank states in ``[0, W)``, the
-   character states in ``[W, 2W)``), in the accumulation dtype. Output: per-sample NLL.
-3. ``_beta_occupancy_kernel`` (backward): one program per sample, serial loop backwards over ``t``.
-   ``beta_t(s)`` is the log-probability of the *future* ``t+1 .. T-1`` given state ``s`` at ``t``
-   (it excludes the emission at ``t``), so ``occ_t(s) = exp(alpha_t(s) + beta_t(s) + nll)`` is the
-   posterior probability that the alignment is in state ``s`` at frame ``t``. The occupancy
-   overwrites ``alpha`` in place (same thread, same address: no hazard); a second backward through
-   the same graph (``retain_graph=True``) re-runs kernel 2 first to rebuild alpha. Needs shifts
-   ``x[i+1]`` of two vectors, again by ``tl.gather``.
-4. ``_grad_kernel`` (backward): one program per ``(b, t)`` row, fully parallel. The gradient with
+The shift ``x[i-1]`` / ``x[i+1]`` is done **in registers** with ``tl.gather`` (the compiler inserts
+whatever shared-memory traffic and barriers the layout needs; no hand-written memory round trip can
+race). A fallback that goes through a small per-program global scratch row with
+``tl.debug_barrier()`` before the write and before the read is selectable with the environment
+variable ``TEXT_RECOGNIZER_CTC_SHIFT=scratch`` (default ``gather``). The warps of the recursion
+kernel can be forced with ``TEXT_RECOGNIZER_CTC_SERIAL_WARPS`` (default ``BLOCK / 64`` in [1, 8]).
+
+Kernels and buffers
+-------------------
+``W = max_label_length + 1`` (from the host: ``max(target_lengths)`` as read by the validation in
+``ctc_loss``, or the padded width ``S``; no device synchronisation).
+
+1. ``_emit_kernel`` (grid ``(B, ceil(T / BLOCK_T))``, fully parallel): for each frame
+   ``t < input_length`` the row log-sum-exp ``lse[b, t]`` (online over class chunks, accumulated in
+   float32, float64 for float64 logits) and the compact *emission* buffer
+   ``emit[b, t, :] = [lp_t(blank), lp_t(l_0), ..., lp_t(l_{L-1})]`` ``(B, T, W)`` (``lp = logit - lse``).
+   Frames past the input length are skipped.
+2. ``_recursion_kernel`` (grid ``(B, 2)`` when a gradient is needed, ``(B, 1)`` otherwise): program
+   ``(b, 0)`` runs the alpha recursion forward in time, program ``(b, 1)`` the beta recursion
+   backward in time, **concurrently** (the serial chain of forward + backward is one ``T`` long,
+   not two). ``TEXT_RECOGNIZER_CTC_DIRECTIONS`` (``auto``, ``concurrent``, ``sequential``) selects
+   one launch of grid ``(B, 2)`` or two launches of grid ``(B, 1)`` (alpha, then beta; same code,
+   same results bitwise); ``auto`` is concurrent when the ``2B`` programs fit in one wave of one
+   program per multiprocessor (``2B <= SMs``), sequential otherwise (a second wave would serialise
+   them anyway; on the H200 the concurrent launch was measured slower than the old sequential
+   kernels for ``B >= 128``). Each step loads one small contiguous emission vector (plus the blank scalar); the loop
+   is unrolled by 4 and the next 4 frames' emissions are loaded one chunk ahead, so their latency
+   overlaps the arithmetic. With a gradient they store ``state[0] = alpha`` and
+   ``state[1] = beta``, ``state`` ``(2, B, T, 2W)`` (per frame the blank states in ``[0, W)``, the
+   character states in ``[W, 2W)``). The two programs only read ``emit`` and the targets and write
+   disjoint halves of ``state``: they never exchange data. The alpha program writes the NLL
+   ``nll (B,)`` and the per-sample loss ``out (B,)`` (``zero_infinity`` applied).
+3. ``_reduce_kernel`` (one program, ``sum``/``mean`` only): the reduction of ``out`` in a fixed order.
+4. ``_grad_kernel`` (backward; one program per ``(b, t)`` row, fully parallel): the gradient with
    respect to the raw logits is ``scale_b * (softmax_t(c) - occ_t(c))`` where ``occ_t(c)`` sums the
    state occupancies of all states whose class is ``c`` (all blank states for the blank class).
-   The scatter of character states to classes is done as a dense masked reduction over
+   The scatter of character states to classes is a dense masked reduction over
    ``(label chunk, class chunk)`` tiles in a fixed order: no atomics, bitwise deterministic.
    Rows ``t >= input_length`` and samples with infinite loss get an exact zero gradient.
+   ``scale_b`` folds the reduction and ``grad_output`` in the kernel: ``grad_output[b]`` for
+   ``none``, ``grad_output`` for ``sum``, ``grad_output / max(L_b, 1) / B`` for ``mean``.
 
-``scale_b`` folds the reduction and ``grad_output``: ``grad_output[b]`` for ``none``,
-``grad_output`` for ``sum``, ``grad_output / max(L_b, 1) / B`` for ``mean``.
+The backward runs no serial recursion at all; it does not modify ``state``, so a second backward
+through the same graph (``retain_graph=True``) just runs ``_grad_kernel`` again. Concatenated
+targets need per-sample start offsets: every program computes its exclusive prefix sum of
+``target_lengths`` itself (no ``cumsum`` launch). Forward + backward is 3 kernel launches (+1 with
+``sum``/``mean``, +1 in sequential mode) and no host synchronisation.
 
 Precision: float16/bfloat16/float32 logits accumulate in float32, float64 logits in float64 (so
 ``torch.autograd.gradcheck`` works). The returned loss has the accumulation dtype (like the PyTorch
@@ -68,9 +89,10 @@ path), the gradient has the dtype of the logits.
 
 Limits: target lengths up to :data:`MAX_TARGET_LENGTH` (1023 characters, i.e. 2047 extended
 states, ``BLOCK = 1024``); longer labels raise ``ValueError``. Any number of classes (the class
-dimension is processed in chunks). Memory: ``lse`` ``(B, T)`` plus, only when a gradient is needed,
-the ``alpha``/occupancy buffer ``(B, T, 2 * (max_L + 1))`` (same size as PyTorch's ``log_alpha``;
-PyTorch also keeps ``log_beta`` and a ``(T, B, C)`` log-softmax).
+dimension is processed in chunks). Memory (accumulation dtype): ``lse`` ``(B, T)`` and ``emit``
+``(B, T, W)`` (freed after the forward), plus, only when a gradient is needed, ``state``
+``(B, T, 4W)``, i.e. PyTorch's ``log_alpha`` + ``log_beta``; PyTorch additionally keeps a
+``(T, B, C)`` log-softmax and its gradient.
 
 Determinism: every value is produced by exactly one program in a fixed order (reductions are
 Triton tree reductions of a fixed shape), so losses and gradients are bitwise identical run to run.
@@ -94,6 +116,7 @@ MAX_TARGET_LENGTH = 1023
 
 _SHIFT_ENV = "TEXT_RECOGNIZER_CTC_SHIFT"
 _WARPS_ENV = "TEXT_RECOGNIZER_CTC_SERIAL_WARPS"
+_DIRECTIONS_ENV = "TEXT_RECOGNIZER_CTC_DIRECTIONS"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -143,216 +166,286 @@ def _shift(x, idx, scratch, DELTA: tl.constexpr, BLOCK: tl.constexpr, SCRATCH: t
     return tl.where(inside, y, float("-inf"))
 
 
+@triton.jit
+def _target_start(target_len_ptr, b, stride_tb, CONCAT: tl.constexpr, BLOCK_B: tl.constexpr):
+    """Offset of sample ``b``'s first label: ``b * stride_tb`` (padded) or ``sum(L[:b])`` (concat).
+
+    The exclusive prefix sum is recomputed by every program (fixed order, ``B / BLOCK_B`` vector
+    loads): cheaper than a separate ``cumsum`` launch.
+    """
+    if CONCAT:
+        offs = tl.arange(0, BLOCK_B)
+        acc = tl.zeros([BLOCK_B], tl.int64)
+        for j0 in range(0, b, BLOCK_B):
+            j = j0 + offs
+            acc += tl.load(target_len_ptr + j, mask=j < b, other=0).to(tl.int64)
+        return tl.sum(acc, axis=0)
+    else:
+        return b * stride_tb
+
+
 # ----------------------------------------------------------------------------------------------
 # Kernels
 # ----------------------------------------------------------------------------------------------
 
 
 @triton.jit
-def _row_lse_kernel(
-    logits_ptr, stride_b, stride_t, stride_c,
-    lse_ptr,  # (B, T) contiguous, accumulation dtype
-    n_rows, T, C,
-    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+def _emit_kernel(
+    logits_ptr, stride_lb, stride_lt, stride_lc,
+    targets_ptr, target_stride, stride_tb,
+    input_len_ptr, target_len_ptr,
+    lse_ptr,  # (B, T) out, accumulation dtype
+    emit_ptr, stride_eb, stride_et,  # (B, T, W) out: [lp(blank), lp(l_0), .., lp(l_{L-1})]
+    T, C, blank,
+    BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
+    CONCAT: tl.constexpr, BLOCK_B: tl.constexpr,
 ):
-    """lse[b, t] = logsumexp_c logits[b, t, c], online over chunks of BLOCK_C classes."""
+    """Row log-sum-exp and the compact per-state emission log-probs of BLOCK_T frames of sample b."""
+    b = tl.program_id(0).to(tl.int64)
     acc_dtype = lse_ptr.dtype.element_ty
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
-    row_ok = rows < n_rows
-    base = logits_ptr + (rows // T) * stride_b + (rows % T) * stride_t
+    NEG: tl.constexpr = float("-inf")
+    n_t = tl.load(input_len_ptr + b)
+    ts = tl.program_id(1).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
+    row_ok = ts < n_t  # frames past the input length are never read: skip them
+    base = logits_ptr + b * stride_lb + ts * stride_lt
     cols = tl.arange(0, BLOCK_C)
-    run_max = tl.full([BLOCK_R], float("-inf"), acc_dtype)
-    run_sum = tl.zeros([BLOCK_R], acc_dtype)
+    run_max = tl.full([BLOCK_T], NEG, acc_dtype)
+    run_sum = tl.zeros([BLOCK_T], acc_dtype)
     for c0 in range(0, C, BLOCK_C):
         cls = c0 + cols
         mask = row_ok[:, None] & (cls < C)[None, :]
-        x = tl.load(base[:, None] + cls[None, :] * stride_c, mask=mask, other=float("-inf"))
-        x = x.to(acc_dtype)
+        x = tl.load(base[:, None] + cls[None, :] * stride_lc, mask=mask, other=NEG).to(acc_dtype)
         new_max = tl.maximum(run_max, tl.max(x, axis=1))
-        safe = tl.where(new_max == float("-inf"), 0.0, new_max)
+        safe = tl.where(new_max == NEG, 0.0, new_max)
         run_sum = run_sum * tl.exp(run_max - safe) + tl.sum(tl.exp(x - safe[:, None]), axis=1)
         run_max = new_max
-    safe = tl.where(run_max == float("-inf"), 0.0, run_max)
-    tl.store(lse_ptr + rows, safe + tl.log(run_sum), mask=row_ok)
+    safe = tl.where(run_max == NEG, 0.0, run_max)
+    lse = safe + tl.log(run_sum)
+    tl.store(lse_ptr + b * T + ts, lse, mask=row_ok)
+
+    e_row = emit_ptr + b * stride_eb + ts * stride_et
+    x_blank = tl.load(base + blank * stride_lc, mask=row_ok, other=NEG).to(acc_dtype)
+    tl.store(e_row, _log_prob(x_blank, lse), mask=row_ok)
+    n_l = tl.load(target_len_ptr + b)
+    tgt = targets_ptr + _target_start(target_len_ptr, b, stride_tb, CONCAT, BLOCK_B)
+    ks = tl.arange(0, BLOCK_K)
+    for k0 in range(0, n_l, BLOCK_K):
+        k = k0 + ks
+        k_ok = k < n_l
+        lab = tl.load(tgt + k * target_stride, mask=k_ok, other=0).to(tl.int64)
+        mask = row_ok[:, None] & k_ok[None, :]
+        x = tl.load(base[:, None] + lab[None, :] * stride_lc, mask=mask, other=NEG).to(acc_dtype)
+        tl.store(e_row[:, None] + 1 + k[None, :], _log_prob(x, lse[:, None]), mask=mask)
 
 
 @triton.jit
-def _alpha_kernel(
-    logits_ptr, stride_lb, stride_lt, stride_lc,
-    lse_ptr,  # (B, T) contiguous
-    targets_ptr, target_start_ptr, target_stride,
+def _alpha_step(a_blank, a_label, e_blank, e_label, ok, dst, width, idx, can_skip, is_blank,
+                is_label, scratch, BLOCK: tl.constexpr, STORE: tl.constexpr, SCRATCH: tl.constexpr):
+    """alpha_{t-1} -> alpha_t (committed only where the scalar ``ok`` = ``t < input_length``)."""
+    NEG: tl.constexpr = float("-inf")
+    before = _shift(a_label, idx, scratch, -1, BLOCK, SCRATCH)  # alpha_label[i-1]
+    new_blank = _lse2(a_blank, before) + e_blank
+    new_label = _lse3(a_label, a_blank, tl.where(can_skip, before, NEG)) + e_label
+    new_blank = tl.where(is_blank, new_blank, NEG)
+    new_label = tl.where(is_label, new_label, NEG)
+    if STORE:
+        tl.store(dst + idx, new_blank, mask=is_blank & ok)
+        tl.store(dst + width + idx, new_label, mask=is_label & ok)
+    return tl.where(ok, new_blank, a_blank), tl.where(ok, new_label, a_label)
+
+
+@triton.jit
+def _beta_step(b_blank, b_label, e_blank, e_label, ok, dst, width, idx, skip_next, is_blank,
+               is_label, scratch, BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
+    """Store beta_t, then beta_t -> beta_{t-1} (committed only where ``ok`` = ``t >= 0``)."""
+    NEG: tl.constexpr = float("-inf")
+    tl.store(dst + idx, b_blank, mask=is_blank & ok)
+    tl.store(dst + width + idx, b_label, mask=is_label & ok)
+    g_blank = b_blank + e_blank
+    g_label = b_label + e_label
+    next_blank = _shift(g_blank, idx, scratch, 1, BLOCK, SCRATCH)  # g_blank[i+1]
+    next_label = _shift(g_label, idx, scratch, 1, BLOCK, SCRATCH)  # g_label[i+1]
+    new_blank = tl.where(is_blank, _lse2(g_blank, g_label), NEG)
+    new_label = tl.where(is_label, _lse3(g_label, next_blank, tl.where(skip_next, next_label, NEG)), NEG)
+    return tl.where(ok, new_blank, b_blank), tl.where(ok, new_label, b_label)
+
+
+@triton.jit
+def _recursion_kernel(
+    emit_ptr, stride_eb, stride_et,  # (B, T, W) from _emit_kernel
+    targets_ptr, target_stride, stride_tb,
     input_len_ptr, target_len_ptr,
-    nll_ptr,  # (B,) out
-    alpha_ptr, stride_ab, stride_at, width,  # (B, T, 2 * width): blank states, then labels
-    scratch_ptr,  # (B, BLOCK), only used when SCRATCH
-    T, blank,
-    BLOCK: tl.constexpr, STORE_ALPHA: tl.constexpr, SCRATCH: tl.constexpr,
+    nll_ptr, out_ptr,  # (B,) out: raw NLL, and the per-sample loss (zero_infinity applied)
+    state_ptr, stride_sd, stride_sb, stride_st, width,  # (2, B, T, 2W): alpha, beta
+    scratch_ptr,  # (B, 2, BLOCK), only used when SCRATCH
+    dir_base,  # direction = program_id(1) + dir_base (sequential mode: one launch per direction)
+    BLOCK: tl.constexpr, STORE: tl.constexpr, SCRATCH: tl.constexpr, ZERO_INF: tl.constexpr,
+    CONCAT: tl.constexpr, BLOCK_B: tl.constexpr,
 ):
-    """Forward: one program per sample, alpha recursion over t in registers; writes the NLL."""
+    """Grid (B, 1 or 2): program (b, 0) runs alpha forward in time (and writes the NLL), program
+    (b, 1) runs beta backward in time, concurrently. Each only reads the emission buffer and writes
+    its own half of ``state``: the two never exchange data."""
     b = tl.program_id(0).to(tl.int64)
-    acc_dtype = lse_ptr.dtype.element_ty
+    direction = tl.program_id(1) + dir_base
+    acc_dtype = emit_ptr.dtype.element_ty
     NEG: tl.constexpr = float("-inf")
     n_t = tl.load(input_len_ptr + b)
     n_l = tl.load(target_len_ptr + b)
     idx = tl.arange(0, BLOCK)
     is_label = idx < n_l
     is_blank = idx <= n_l
-    tgt = targets_ptr + tl.load(target_start_ptr + b)
+    tgt = targets_ptr + _target_start(target_len_ptr, b, stride_tb, CONCAT, BLOCK_B)
     lab = tl.load(tgt + idx * target_stride, mask=is_label, other=0).to(tl.int64)
-    lab_prev = tl.load(tgt + (idx - 1) * target_stride, mask=is_label & (idx > 0), other=0)
-    can_skip = is_label & (idx > 0) & (lab != lab_prev.to(tl.int64))
-    lab_off = lab * stride_lc
-    blank_off = blank * stride_lc
-    scratch = scratch_ptr + b * BLOCK
-
-    # alpha_{-1}: log 1 on state 0 (the first blank), -inf elsewhere.
-    alpha_blank = tl.where(idx == 0, 0.0, NEG).to(acc_dtype)
-    alpha_label = tl.full([BLOCK], NEG, acc_dtype)
-
-    row = logits_ptr + b * stride_lb
-    lse_row = lse_ptr + b * T
-    live = n_t > 0
-    x_lab = tl.load(row + lab_off, mask=is_label & live, other=NEG).to(acc_dtype)
-    x_blank = tl.load(row + blank_off, mask=live, other=NEG).to(acc_dtype)
-    x_lse = tl.load(lse_row, mask=live, other=0.0)
-    for t in range(0, n_t):
-        # Prefetch frame t + 1 (independent of alpha, so the loads overlap this step's math).
-        more = t + 1 < n_t
-        nxt = row + (t + 1) * stride_lt
-        n_lab = tl.load(nxt + lab_off, mask=is_label & more, other=NEG).to(acc_dtype)
-        n_blank = tl.load(nxt + blank_off, mask=more, other=NEG).to(acc_dtype)
-        n_lse = tl.load(lse_row + t + 1, mask=more, other=0.0)
-
-        lp_lab = _log_prob(x_lab, x_lse)
-        lp_blank = _log_prob(x_blank, x_lse)
-        label_before = _shift(alpha_label, idx, scratch, -1, BLOCK, SCRATCH)  # alpha_label[i-1]
-        new_blank = _lse2(alpha_blank, label_before) + lp_blank
-        new_label = _lse3(alpha_label, alpha_blank, tl.where(can_skip, label_before, NEG)) + lp_lab
-        alpha_blank = tl.where(is_blank, new_blank, NEG)
-        alpha_label = tl.where(is_label, new_label, NEG)
-        if STORE_ALPHA:
-            dst = alpha_ptr + b * stride_ab + t * stride_at
-            tl.store(dst + idx, alpha_blank, mask=is_blank)
-            tl.store(dst + width + idx, alpha_label, mask=is_label)
-        x_lab = n_lab
-        x_blank = n_blank
-        x_lse = n_lse
-
-    last_blank = tl.max(tl.where(idx == n_l, alpha_blank, NEG), axis=0)
-    last_label = tl.max(tl.where(idx == n_l - 1, alpha_label, NEG), axis=0)
-    tl.store(nll_ptr + b, -_lse2(last_blank, last_label))
-
-
-@triton.jit
-def _beta_occupancy_kernel(
-    logits_ptr, stride_lb, stride_lt, stride_lc,
-    lse_ptr,
-    targets_ptr, target_start_ptr, target_stride,
-    input_len_ptr, target_len_ptr,
-    nll_ptr,
-    alpha_ptr, stride_ab, stride_at, width,  # in: alpha, out: occupancy (in place)
-    scratch_ptr,
-    T, blank,
-    BLOCK: tl.constexpr, SCRATCH: tl.constexpr,
-):
-    """Backward: one program per sample, beta recursion backwards over t; alpha -> occupancy."""
-    b = tl.program_id(0).to(tl.int64)
-    acc_dtype = lse_ptr.dtype.element_ty
-    NEG: tl.constexpr = float("-inf")
-    nll = tl.load(nll_ptr + b)
-    n_t = tl.load(input_len_ptr + b)
-    n_t = tl.where(nll < float("inf"), n_t, 0)  # infinite loss: zero gradient, nothing to do
-    n_l = tl.load(target_len_ptr + b)
-    idx = tl.arange(0, BLOCK)
-    is_label = idx < n_l
-    is_blank = idx <= n_l
-    tgt = targets_ptr + tl.load(target_start_ptr + b)
-    lab = tl.load(tgt + idx * target_stride, mask=is_label, other=0).to(tl.int64)
-    has_next = idx + 1 < n_l
-    lab_next = tl.load(tgt + (idx + 1) * target_stride, mask=has_next, other=0).to(tl.int64)
-    skip_next = has_next & (lab != lab_next)  # character i may jump to character i + 1
-    lab_off = lab * stride_lc
-    blank_off = blank * stride_lc
-    scratch = scratch_ptr + b * BLOCK
-
-    # beta_{T-1}: log 1 on the two final states (last blank, last character).
-    beta_blank = tl.where(idx == n_l, 0.0, NEG).to(acc_dtype)
-    beta_label = tl.where(idx == n_l - 1, 0.0, NEG).to(acc_dtype)
-
-    row = logits_ptr + b * stride_lb
-    lse_row = lse_ptr + b * T
-    a_row = alpha_ptr + b * stride_ab
-    live = n_t > 0
-    t0 = n_t - 1
-    x_lab = tl.load(row + t0 * stride_lt + lab_off, mask=is_label & live, other=NEG).to(acc_dtype)
-    x_blank = tl.load(row + t0 * stride_lt + blank_off, mask=live, other=NEG).to(acc_dtype)
-    x_lse = tl.load(lse_row + t0, mask=live, other=0.0)
-    a_blank = tl.load(a_row + t0 * stride_at + idx, mask=is_blank & live, other=NEG)
-    a_label = tl.load(a_row + t0 * stride_at + width + idx, mask=is_label & live, other=NEG)
-    for k in range(0, n_t):
-        t = n_t - 1 - k
-        more = t > 0
-        prv = t - 1
-        p_lab = tl.load(row + prv * stride_lt + lab_off, mask=is_label & more, other=NEG).to(acc_dtype)
-        p_blank = tl.load(row + prv * stride_lt + blank_off, mask=more, other=NEG).to(acc_dtype)
-        p_lse = tl.load(lse_row + prv, mask=more, other=0.0)
-        p_a_blank = tl.load(a_row + prv * stride_at + idx, mask=is_blank & more, other=NEG)
-        p_a_label = tl.load(a_row + prv * stride_at + width + idx, mask=is_label & more, other=NEG)
-
-        # Posterior state occupancy at t (nll is finite here).
-        dst = a_row + t * stride_at
-        tl.store(dst + idx, tl.exp(a_blank + beta_blank + nll), mask=is_blank)
-        tl.store(dst + width + idx, tl.exp(a_label + beta_label + nll), mask=is_label)
-
-        # beta_{t-1}(s) = lse over successors s' of beta_t(s') + lp_t(s').
-        g_blank = beta_blank + _log_prob(x_blank, x_lse)
-        g_label = beta_label + _log_prob(x_lab, x_lse)
-        next_blank = _shift(g_blank, idx, scratch, 1, BLOCK, SCRATCH)  # g_blank[i+1]
-        next_label = _shift(g_label, idx, scratch, 1, BLOCK, SCRATCH)  # g_label[i+1]
-        new_blank = _lse2(g_blank, g_label)
-        new_label = _lse3(g_label, next_blank, tl.where(skip_next, next_label, NEG))
-        beta_blank = tl.where(is_blank, new_blank, NEG)
-        beta_label = tl.where(is_label, new_label, NEG)
-
-        x_lab = p_lab
-        x_blank = p_blank
-        x_lse = p_lse
-        a_blank = p_a_blank
-        a_label = p_a_label
+    scratch = scratch_ptr + (b * 2 + direction) * BLOCK
+    e_row = emit_ptr + b * stride_eb
+    e_lab = e_row + 1 + idx
+    s_row = state_ptr + direction * stride_sd + b * stride_sb
+    # The frame loop is unrolled by 4 and the emissions of the next 4 frames are loaded one chunk
+    # ahead (contiguous vectors), so their latency overlaps 4 steps of arithmetic.
+    if direction == 0:
+        lab_prev = tl.load(tgt + (idx - 1) * target_stride, mask=is_label & (idx > 0), other=0)
+        can_skip = is_label & (idx > 0) & (lab != lab_prev.to(tl.int64))
+        # alpha_{-1}: log 1 on state 0 (the first blank), -inf elsewhere.
+        a_blank = tl.where(idx == 0, 0.0, NEG).to(acc_dtype)
+        a_label = tl.full([BLOCK], NEG, acc_dtype)
+        eb0 = tl.load(e_row, mask=0 < n_t, other=NEG)
+        eb1 = tl.load(e_row + stride_et, mask=1 < n_t, other=NEG)
+        eb2 = tl.load(e_row + 2 * stride_et, mask=2 < n_t, other=NEG)
+        eb3 = tl.load(e_row + 3 * stride_et, mask=3 < n_t, other=NEG)
+        el0 = tl.load(e_lab, mask=is_label & (0 < n_t), other=NEG)
+        el1 = tl.load(e_lab + stride_et, mask=is_label & (1 < n_t), other=NEG)
+        el2 = tl.load(e_lab + 2 * stride_et, mask=is_label & (2 < n_t), other=NEG)
+        el3 = tl.load(e_lab + 3 * stride_et, mask=is_label & (3 < n_t), other=NEG)
+        for t0 in range(0, n_t, 4):
+            t1 = t0 + 4
+            fb0 = tl.load(e_row + t1 * stride_et, mask=t1 < n_t, other=NEG)
+            fb1 = tl.load(e_row + (t1 + 1) * stride_et, mask=t1 + 1 < n_t, other=NEG)
+            fb2 = tl.load(e_row + (t1 + 2) * stride_et, mask=t1 + 2 < n_t, other=NEG)
+            fb3 = tl.load(e_row + (t1 + 3) * stride_et, mask=t1 + 3 < n_t, other=NEG)
+            fl0 = tl.load(e_lab + t1 * stride_et, mask=is_label & (t1 < n_t), other=NEG)
+            fl1 = tl.load(e_lab + (t1 + 1) * stride_et, mask=is_label & (t1 + 1 < n_t), other=NEG)
+            fl2 = tl.load(e_lab + (t1 + 2) * stride_et, mask=is_label & (t1 + 2 < n_t), other=NEG)
+            fl3 = tl.load(e_lab + (t1 + 3) * stride_et, mask=is_label & (t1 + 3 < n_t), other=NEG)
+            dst = s_row + t0 * stride_st
+            a_blank, a_label = _alpha_step(a_blank, a_label, eb0, el0, t0 < n_t, dst, width, idx,
+                                           can_skip, is_blank, is_label, scratch, BLOCK, STORE, SCRATCH)
+            a_blank, a_label = _alpha_step(a_blank, a_label, eb1, el1, t0 + 1 < n_t, dst + stride_st,
+                                           width, idx, can_skip, is_blank, is_label, scratch, BLOCK,
+                                           STORE, SCRATCH)
+            a_blank, a_label = _alpha_step(a_blank, a_label, eb2, el2, t0 + 2 < n_t,
+                                           dst + 2 * stride_st, width, idx, can_skip, is_blank,
+                                           is_label, scratch, BLOCK, STORE, SCRATCH)
+            a_blank, a_label = _alpha_step(a_blank, a_label, eb3, el3, t0 + 3 < n_t,
+                                           dst + 3 * stride_st, width, idx, can_skip, is_blank,
+                                           is_label, scratch, BLOCK, STORE, SCRATCH)
+            eb0 = fb0
+            eb1 = fb1
+            eb2 = fb2
+            eb3 = fb3
+            el0 = fl0
+            el1 = fl1
+            el2 = fl2
+            el3 = fl3
+        last_blank = tl.max(tl.where(idx == n_l, a_blank, NEG), axis=0)
+        last_label = tl.max(tl.where(idx == n_l - 1, a_label, NEG), axis=0)
+        nll = -_lse2(last_blank, last_label)
+        tl.store(nll_ptr + b, nll)
+        if ZERO_INF:
+            nll = tl.where(nll == float("inf"), 0.0, nll)
+        tl.store(out_ptr + b, nll)
+    else:
+        has_next = idx + 1 < n_l
+        lab_next = tl.load(tgt + (idx + 1) * target_stride, mask=has_next, other=0).to(tl.int64)
+        skip_next = has_next & (lab != lab_next)  # character i may jump to character i + 1
+        # beta_{T-1}: log 1 on the two final states (last blank, last character).
+        b_blank = tl.where(idx == n_l, 0.0, NEG).to(acc_dtype)
+        b_label = tl.where(idx == n_l - 1, 0.0, NEG).to(acc_dtype)
+        t_top = n_t - 1
+        eb0 = tl.load(e_row + t_top * stride_et, mask=0 < n_t, other=NEG)
+        eb1 = tl.load(e_row + (t_top - 1) * stride_et, mask=1 < n_t, other=NEG)
+        eb2 = tl.load(e_row + (t_top - 2) * stride_et, mask=2 < n_t, other=NEG)
+        eb3 = tl.load(e_row + (t_top - 3) * stride_et, mask=3 < n_t, other=NEG)
+        el0 = tl.load(e_lab + t_top * stride_et, mask=is_label & (0 < n_t), other=NEG)
+        el1 = tl.load(e_lab + (t_top - 1) * stride_et, mask=is_label & (1 < n_t), other=NEG)
+        el2 = tl.load(e_lab + (t_top - 2) * stride_et, mask=is_label & (2 < n_t), other=NEG)
+        el3 = tl.load(e_lab + (t_top - 3) * stride_et, mask=is_label & (3 < n_t), other=NEG)
+        for k0 in range(0, n_t, 4):
+            k1 = k0 + 4
+            t1 = t_top - k1
+            fb0 = tl.load(e_row + t1 * stride_et, mask=k1 < n_t, other=NEG)
+            fb1 = tl.load(e_row + (t1 - 1) * stride_et, mask=k1 + 1 < n_t, other=NEG)
+            fb2 = tl.load(e_row + (t1 - 2) * stride_et, mask=k1 + 2 < n_t, other=NEG)
+            fb3 = tl.load(e_row + (t1 - 3) * stride_et, mask=k1 + 3 < n_t, other=NEG)
+            fl0 = tl.load(e_lab + t1 * stride_et, mask=is_label & (k1 < n_t), other=NEG)
+            fl1 = tl.load(e_lab + (t1 - 1) * stride_et, mask=is_label & (k1 + 1 < n_t), other=NEG)
+            fl2 = tl.load(e_lab + (t1 - 2) * stride_et, mask=is_label & (k1 + 2 < n_t), other=NEG)
+            fl3 = tl.load(e_lab + (t1 - 3) * stride_et, mask=is_label & (k1 + 3 < n_t), other=NEG)
+            dst = s_row + (t_top - k0) * stride_st
+            b_blank, b_label = _beta_step(b_blank, b_label, eb0, el0, k0 < n_t, dst, width, idx,
+                                          skip_next, is_blank, is_label, scratch, BLOCK, SCRATCH)
+            b_blank, b_label = _beta_step(b_blank, b_label, eb1, el1, k0 + 1 < n_t, dst - stride_st,
+                                          width, idx, skip_next, is_blank, is_label, scratch, BLOCK,
+                                          SCRATCH)
+            b_blank, b_label = _beta_step(b_blank, b_label, eb2, el2, k0 + 2 < n_t,
+                                          dst - 2 * stride_st, width, idx, skip_next, is_blank,
+                                          is_label, scratch, BLOCK, SCRATCH)
+            b_blank, b_label = _beta_step(b_blank, b_label, eb3, el3, k0 + 3 < n_t,
+                                          dst - 3 * stride_st, width, idx, skip_next, is_blank,
+                                          is_label, scratch, BLOCK, SCRATCH)
+            eb0 = fb0
+            eb1 = fb1
+            eb2 = fb2
+            eb3 = fb3
+            el0 = fl0
+            el1 = fl1
+            el2 = fl2
+            el3 = fl3
 
 
 @triton.jit
 def _grad_kernel(
     logits_ptr, stride_lb, stride_lt, stride_lc,
     lse_ptr,
-    occ_ptr, stride_ob, stride_ot, width,
-    targets_ptr, target_start_ptr, target_stride,
+    state_ptr, stride_sd, stride_sb, stride_st, width,
+    targets_ptr, target_stride, stride_tb,
     input_len_ptr, target_len_ptr,
-    nll_ptr, scale_ptr,
+    nll_ptr,
+    grad_out_ptr, grad_out_stride,  # grad_output: (B,) for 'none', a scalar (stride 0) otherwise
     grad_ptr,  # (B, T, C) contiguous, dtype of the logits
-    T, C, blank,
-    BLOCK_C: tl.constexpr, BLOCK_L: tl.constexpr,
+    batch, T, C, blank,
+    BLOCK_C: tl.constexpr, BLOCK_L: tl.constexpr, MEAN: tl.constexpr,
+    CONCAT: tl.constexpr, BLOCK_B: tl.constexpr,
 ):
-    """grad[b, t, c] = scale_b * (softmax - occupancy of class c); one program per (b, t) row."""
+    """grad[b, t, c] = scale_b * (softmax - occupancy of class c); one program per (b, t) row.
+
+    occupancy of state s at t = exp(alpha_t(s) + beta_t(s) + nll_b)."""
     r = tl.program_id(0).to(tl.int64)
     b = r // T
     t = r % T
     acc_dtype = lse_ptr.dtype.element_ty
+    NEG: tl.constexpr = float("-inf")
     nll = tl.load(nll_ptr + b)
     n_t = tl.load(input_len_ptr + b)
     live = (t < n_t) & (nll < float("inf"))
     n_l = tl.load(target_len_ptr + b)
+    scale = tl.load(grad_out_ptr + b * grad_out_stride).to(acc_dtype)
+    if MEAN:
+        scale = scale / tl.maximum(n_l, 1).to(acc_dtype) / batch
     n_l = tl.where(live, n_l, -1)  # -1: every loop below is empty for dead rows
-    scale = tl.load(scale_ptr + b)
-    lse = tl.load(lse_ptr + r)
-    occ_row = occ_ptr + b * stride_ob + t * stride_ot
-    tgt = targets_ptr + tl.load(target_start_ptr + b)
+    lse = tl.load(lse_ptr + r, mask=live, other=0.0)
+    a_row = state_ptr + b * stride_sb + t * stride_st
+    b_row = a_row + stride_sd
+    tgt = targets_ptr + _target_start(target_len_ptr, b, stride_tb, CONCAT, BLOCK_B)
     pos = tl.arange(0, BLOCK_L)
 
     # Blank class: all blank states 0..L.
     blank_acc = tl.zeros([BLOCK_L], acc_dtype)
     for i0 in range(0, n_l + 1, BLOCK_L):
-        blank_acc += tl.load(occ_row + i0 + pos, mask=i0 + pos <= n_l, other=0.0)
+        p = i0 + pos
+        ok = p <= n_l
+        a = tl.load(a_row + p, mask=ok, other=NEG)
+        be = tl.load(b_row + p, mask=ok, other=NEG)
+        blank_acc += tl.where(ok, tl.exp(a + be + nll), 0.0)
     blank_occ = tl.sum(blank_acc, axis=0)
 
     row = logits_ptr + b * stride_lb + t * stride_lt
@@ -360,19 +453,41 @@ def _grad_kernel(
     for c0 in range(0, C, BLOCK_C):
         cls = c0 + tl.arange(0, BLOCK_C)
         cls_ok = cls < C
-        x = tl.load(row + cls * stride_lc, mask=cls_ok, other=float("-inf")).to(acc_dtype)
-        soft = tl.where(x == float("-inf"), 0.0, tl.exp(x - lse))
+        x = tl.load(row + cls * stride_lc, mask=cls_ok & live, other=NEG).to(acc_dtype)
+        soft = tl.where(x == NEG, 0.0, tl.exp(x - lse))
         occ = tl.zeros([BLOCK_L, BLOCK_C], acc_dtype)
         for i0 in range(0, n_l, BLOCK_L):
             p = i0 + pos
             ok = p < n_l
-            o = tl.load(occ_row + width + p, mask=ok, other=0.0)
+            a = tl.load(a_row + width + p, mask=ok, other=NEG)
+            be = tl.load(b_row + width + p, mask=ok, other=NEG)
+            o = tl.where(ok, tl.exp(a + be + nll), 0.0)
             lab = tl.load(tgt + p * target_stride, mask=ok, other=-1).to(tl.int64)
             occ += tl.where(lab[:, None] == cls[None, :], o[:, None], 0.0)
         occ_c = tl.sum(occ, axis=0)
         occ_c = tl.where(cls == blank, blank_occ, occ_c)
         g = tl.where(live, scale * (soft - occ_c), 0.0)
         tl.store(out + cls, g.to(grad_ptr.dtype.element_ty), mask=cls_ok)
+
+
+@triton.jit
+def _reduce_kernel(out_ptr, target_len_ptr, loss_ptr, batch, MEAN: tl.constexpr,
+                   BLOCK_B: tl.constexpr):
+    """Single program: ``sum`` or ``mean`` of the per-sample losses, in a fixed order."""
+    acc_dtype = out_ptr.dtype.element_ty
+    offs = tl.arange(0, BLOCK_B)
+    total = tl.zeros([BLOCK_B], acc_dtype)
+    for b0 in range(0, batch, BLOCK_B):
+        j = b0 + offs
+        ok = j < batch
+        v = tl.load(out_ptr + j, mask=ok, other=0.0)
+        if MEAN:
+            v = v / tl.maximum(tl.load(target_len_ptr + j, mask=ok, other=1), 1).to(acc_dtype)
+        total += v
+    loss = tl.sum(total, axis=0)
+    if MEAN:
+        loss = loss / batch
+    tl.store(loss_ptr, loss)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -388,30 +503,58 @@ def _use_scratch() -> bool:
 
 
 def _serial_num_warps(block: int) -> int:
-    """Warps for the per-sample recursion kernels (overridable for benchmarking)."""
+    """Warps for the per-sample recursion kernel (overridable for benchmarking)."""
     override = os.environ.get(_WARPS_ENV)
     if override:
         return int(override)
     return max(1, min(8, block // 64))
 
 
-class _Prepared:
-    """Targets as (base tensor, per-sample start offset, element stride) plus block sizes."""
+_SM_COUNT: dict = {}
 
-    def __init__(self, logits, targets, input_lengths, target_lengths):
+
+def _concurrent_directions(device: torch.device, batch: int) -> bool:
+    """Run alpha and beta in one launch (grid (B, 2)) or in two launches (alpha, then beta).
+
+    ``TEXT_RECOGNIZER_CTC_DIRECTIONS`` = ``concurrent`` / ``sequential`` / ``auto`` (default):
+    concurrent when the ``2 B`` recursion programs fit in one wave of one program per
+    multiprocessor; beyond that a second wave of programs would serialise them anyway.
+    """
+    mode = os.environ.get(_DIRECTIONS_ENV, "auto").strip().lower()
+    if mode not in ("auto", "concurrent", "sequential"):
+        raise ValueError(f"{_DIRECTIONS_ENV} must be 'auto', 'concurrent' or 'sequential', got {mode!r}")
+    if mode != "auto":
+        return mode == "concurrent"
+    if device.type != "cuda":
+        return True
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SM_COUNT:
+        _SM_COUNT[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return 2 * batch <= _SM_COUNT[index]
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+class _Prepared:
+    """Targets as (base tensor, element stride, row stride or concatenated) plus block sizes.
+
+    No device work and no synchronisation when ``max_target_length`` is given (``ctc_loss`` passes
+    the value its validation read back) or the targets are padded with ``S <= MAX_TARGET_LENGTH``
+    (then ``S`` bounds the label lengths).
+    """
+
+    def __init__(self, logits, targets, input_lengths, target_lengths, max_target_length):
         batch = logits.shape[0]
-        device = logits.device
-        if targets.dim() == 2:
-            self.targets = targets
-            self.start = torch.arange(batch, device=device, dtype=torch.int64) * targets.stride(0)
-            self.stride = targets.stride(1)
+        self.concat = targets.dim() == 1
+        if max_target_length is not None:
+            max_len = int(max_target_length)
+        elif not self.concat:
             max_len = targets.shape[1]  # an upper bound without a device sync
             if max_len > MAX_TARGET_LENGTH and batch:
                 max_len = int(target_lengths.max())
         else:
-            self.targets = targets
-            self.start = torch.cumsum(target_lengths, 0) - target_lengths
-            self.stride = targets.stride(0) if targets.numel() else 1
             max_len = int(target_lengths.max()) if batch else 0
         if max_len > MAX_TARGET_LENGTH:
             raise ValueError(
@@ -419,142 +562,125 @@ class _Prepared:
                 f"{MAX_TARGET_LENGTH} characters ({2 * MAX_TARGET_LENGTH + 1} extended states), "
                 f"got a target of length {max_len}; use impl='torch' for longer labels"
             )
-        if self.targets.numel() == 0:  # keep a valid pointer for the (fully masked) label loads
-            self.targets = torch.zeros(1, dtype=targets.dtype, device=device)
-        self.width = max_len + 1
+        if targets.numel() == 0:  # keep a valid pointer for the (fully masked) label loads
+            targets = torch.zeros(1, dtype=targets.dtype, device=logits.device)
+            self.stride, self.stride_b = 1, 0
+        elif self.concat:
+            self.stride, self.stride_b = targets.stride(0), 0
+        else:
+            self.stride, self.stride_b = targets.stride(1), targets.stride(0)
+        self.targets = targets
+        self.width = max_len + 1  # W: one blank + max_len label entries per frame
         self.block = triton.next_power_of_2(max_len + 1)
+        self.block_b = min(1024, triton.next_power_of_2(max(batch, 1)))
         self.input_lengths = input_lengths.contiguous()
         self.target_lengths = target_lengths.contiguous()
 
+    def target_args(self):
+        return self.targets, self.stride, self.stride_b
 
-def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
 
-
-def _row_lse(logits: torch.Tensor, acc_dtype: torch.dtype) -> torch.Tensor:
+def _forward(logits, prep: _Prepared, blank: int, reduction: str, zero_infinity: bool,
+             need_grad: bool):
+    """(loss, nll (B,), lse (B, T), state (2, B, T, 2W) or None)."""
     batch, frames, classes = logits.shape
-    lse = torch.empty((batch, frames), dtype=acc_dtype, device=logits.device)
-    n_rows = batch * frames
-    if n_rows == 0:
-        return lse
-    block_c = min(triton.next_power_of_2(classes), 1024)
-    block_r = max(1, min(64, 4096 // block_c))
-    _row_lse_kernel[(triton.cdiv(n_rows, block_r),)](
-        logits, *logits.stride(), lse, n_rows, frames, classes,
-        BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4,
-    )
-    return lse
-
-
-def _scratch(prep: _Prepared, batch: int, acc_dtype, device, scratch: bool) -> torch.Tensor:
-    if scratch:
-        return torch.empty((batch, prep.block), dtype=acc_dtype, device=device)
-    return torch.empty(1, dtype=acc_dtype, device=device)
-
-
-def _forward(logits, prep: _Prepared, blank: int, store_alpha: bool, alpha=None):
-    """(nll (B,), lse (B, T), alpha (B, T, 2W) or None); ``alpha``: a buffer to refill."""
-    batch, frames, _ = logits.shape
     acc_dtype = _acc_dtype(logits.dtype)
     device = logits.device
-    lse = _row_lse(logits, acc_dtype)
+    width = prep.width
+    lse = torch.empty((batch, frames), dtype=acc_dtype, device=device)
+    emit = torch.empty((batch, frames, width), dtype=acc_dtype, device=device)
     nll = torch.empty(batch, dtype=acc_dtype, device=device)
-    if alpha is not None:
-        pass
-    elif store_alpha:
-        alpha = torch.empty((batch, frames, 2 * prep.width), dtype=acc_dtype, device=device)
+    out = torch.empty(batch, dtype=acc_dtype, device=device)
+    if need_grad:
+        state = torch.empty((2, batch, frames, 2 * width), dtype=acc_dtype, device=device)
     else:
-        alpha = torch.empty((1, 1, 1), dtype=acc_dtype, device=device)
+        state = torch.empty((1, 1, 1, 1), dtype=acc_dtype, device=device)
     if batch == 0:
-        return nll, lse, (alpha if store_alpha else None)
+        per_sample = out
+        if reduction == "none":
+            return per_sample, nll, lse, (state if need_grad else None)
+        loss = per_sample.sum() if reduction == "sum" else per_sample.mean()
+        return loss, nll, lse, (state if need_grad else None)
+    if frames:
+        block_c = min(triton.next_power_of_2(classes), 1024)
+        block_t = max(1, min(32, 4096 // block_c))
+        block_k = min(triton.next_power_of_2(width), max(16, 4096 // block_t))
+        _emit_kernel[(batch, triton.cdiv(frames, block_t))](
+            logits, *logits.stride(), *prep.target_args(),
+            prep.input_lengths, prep.target_lengths,
+            lse, emit, emit.stride(0), emit.stride(1),
+            frames, classes, blank,
+            BLOCK_T=block_t, BLOCK_C=block_c, BLOCK_K=block_k,
+            CONCAT=prep.concat, BLOCK_B=prep.block_b, num_warps=4,
+        )
     scratch = _use_scratch()
-    _alpha_kernel[(batch,)](
-        logits, *logits.stride(), lse,
-        prep.targets, prep.start, prep.stride,
-        prep.input_lengths, prep.target_lengths,
-        nll, alpha, alpha.stride(0), alpha.stride(1), prep.width,
-        _scratch(prep, batch, acc_dtype, device, scratch),
-        frames, blank,
-        BLOCK=prep.block, STORE_ALPHA=store_alpha, SCRATCH=scratch,
-        num_warps=_serial_num_warps(prep.block),
-    )
-    return nll, lse, (alpha if store_alpha else None)
+    scratch_buf = torch.empty((batch, 2, prep.block) if scratch else (1,), dtype=acc_dtype,
+                              device=device)
+    if not need_grad:
+        launches = [(1, 0)]  # (directions in the grid, first direction)
+    elif _concurrent_directions(device, batch):
+        launches = [(2, 0)]
+    else:
+        launches = [(1, 0), (1, 1)]
+    for n_dir, dir_base in launches:
+        _recursion_kernel[(batch, n_dir)](
+            emit, emit.stride(0), emit.stride(1), *prep.target_args(),
+            prep.input_lengths, prep.target_lengths,
+            nll, out, state, *state.stride()[:3], width, scratch_buf, dir_base,
+            BLOCK=prep.block, STORE=need_grad, SCRATCH=scratch, ZERO_INF=bool(zero_infinity),
+            CONCAT=prep.concat, BLOCK_B=prep.block_b,
+            num_warps=_serial_num_warps(prep.block),
+        )
+    if reduction == "none":
+        loss = out
+    else:
+        loss = torch.empty((), dtype=acc_dtype, device=device)
+        _reduce_kernel[(1,)](out, prep.target_lengths, loss, batch, MEAN=reduction == "mean",
+                             BLOCK_B=prep.block_b, num_warps=4)
+    return loss, nll, lse, (state if need_grad else None)
 
 
-def _backward(logits, prep: _Prepared, blank: int, nll, lse, alpha, scale):
-    """Gradient w.r.t. the raw logits; ``scale`` (B,) folds reduction and grad_output."""
+def _backward(logits, prep: _Prepared, blank: int, reduction: str, nll, lse, state, grad_output):
+    """Gradient w.r.t. the raw logits; the kernel folds the reduction and ``grad_output``."""
     batch, frames, classes = logits.shape
-    device = logits.device
-    acc_dtype = lse.dtype
-    grad = torch.empty((batch, frames, classes), dtype=logits.dtype, device=device)
+    grad = torch.empty((batch, frames, classes), dtype=logits.dtype, device=logits.device)
     if batch * frames == 0:
         return grad
-    scratch = _use_scratch()
-    _beta_occupancy_kernel[(batch,)](
-        logits, *logits.stride(), lse,
-        prep.targets, prep.start, prep.stride,
-        prep.input_lengths, prep.target_lengths,
-        nll, alpha, alpha.stride(0), alpha.stride(1), prep.width,
-        _scratch(prep, batch, acc_dtype, device, scratch),
-        frames, blank,
-        BLOCK=prep.block, SCRATCH=scratch,
-        num_warps=_serial_num_warps(prep.block),
-    )
+    go_stride = grad_output.stride(0) if grad_output.dim() else 0
     block_c = min(triton.next_power_of_2(classes), 128)
     block_l = min(prep.block, max(16, 4096 // block_c))  # (label chunk x class chunk) ~ 4K tile
     _grad_kernel[(batch * frames,)](
         logits, *logits.stride(), lse,
-        alpha, alpha.stride(0), alpha.stride(1), prep.width,
-        prep.targets, prep.start, prep.stride,
+        state, *state.stride()[:3], prep.width,
+        *prep.target_args(),
         prep.input_lengths, prep.target_lengths,
-        nll, scale, grad,
-        frames, classes, blank,
-        BLOCK_C=block_c, BLOCK_L=block_l, num_warps=4,
+        nll, grad_output, go_stride, grad,
+        batch, frames, classes, blank,
+        BLOCK_C=block_c, BLOCK_L=block_l, MEAN=reduction == "mean",
+        CONCAT=prep.concat, BLOCK_B=prep.block_b, num_warps=4,
     )
     return grad
-
-
-def _reduce(nll, target_lengths, reduction: str, zero_infinity: bool):
-    per_sample = torch.where(torch.isinf(nll), torch.zeros_like(nll), nll) if zero_infinity else nll
-    if reduction == "none":
-        return per_sample
-    if reduction == "sum":
-        return per_sample.sum()
-    return (per_sample / target_lengths.clamp_min(1).to(per_sample.dtype)).mean()
 
 
 class _FusedCTCLoss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets, input_lengths, target_lengths, blank, reduction, zero_infinity,
-                need_grad):
-        prep = _Prepared(logits, targets, input_lengths, target_lengths)
-        nll, lse, alpha = _forward(logits, prep, blank, store_alpha=need_grad)
-        ctx.prep = prep
-        ctx.blank = blank
-        ctx.reduction = reduction
-        ctx.alpha_consumed = False  # the backward overwrites alpha with the state occupancies
+                need_grad, max_target_length):
+        prep = _Prepared(logits, targets, input_lengths, target_lengths, max_target_length)
+        loss, nll, lse, state = _forward(logits, prep, blank, reduction, zero_infinity, need_grad)
         if need_grad:
-            ctx.save_for_backward(logits, nll, lse, alpha)
-        return _reduce(nll, prep.target_lengths, reduction, zero_infinity)
+            ctx.prep = prep
+            ctx.blank = blank
+            ctx.reduction = reduction
+            ctx.save_for_backward(logits, nll, lse, state)
+        return loss
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output):
-        logits, nll, lse, alpha = ctx.saved_tensors
-        prep = ctx.prep
-        if ctx.alpha_consumed:  # a second backward (retain_graph): the buffer holds occupancies
-            _forward(logits, prep, ctx.blank, store_alpha=True, alpha=alpha)
-        ctx.alpha_consumed = True
-        batch = logits.shape[0]
-        grad_output = grad_output.to(nll.dtype)
-        if ctx.reduction == "none":
-            scale = grad_output.expand(batch)
-        elif ctx.reduction == "sum":
-            scale = grad_output.expand(batch)
-        else:
-            scale = grad_output / prep.target_lengths.clamp_min(1).to(nll.dtype) / max(batch, 1)
-        grad = _backward(logits, prep, ctx.blank, nll, lse, alpha, scale.contiguous())
-        return grad, None, None, None, None, None, None, None
+        logits, nll, lse, state = ctx.saved_tensors
+        grad = _backward(logits, ctx.prep, ctx.blank, ctx.reduction, nll, lse, state, grad_output)
+        return grad, None, None, None, None, None, None, None, None
 
 
 def fused_ctc_loss(
@@ -566,15 +692,21 @@ def fused_ctc_loss(
     blank: int = 0,
     reduction: str = "mean",
     zero_infinity: bool = False,
+    max_target_length: int | None = None,
 ) -> torch.Tensor:
     """CTC loss of raw ``logits`` ``(B, T, C)`` computed by the fused Triton kernels.
 
-    Arguments are assumed validated by ``text_recognizer.ctc.loss.ctc_loss`` (lengths are int64
+    Arguments are assumed validated by ``text_recognizer.ctc.loss.ctc_loss`` (lengths are int
     ``(B,)`` tensors on ``logits.device``, target ids in range and never ``blank``). Raises
     ``ValueError`` for labels longer than :data:`MAX_TARGET_LENGTH`.
+
+    ``max_target_length``: ``max(target_lengths)`` if known on the host (``ctc_loss`` passes it).
+    It sizes the buffers; without it, padded targets use their width ``S`` (no synchronisation
+    unless ``S > MAX_TARGET_LENGTH``) and concatenated targets read the maximum back (one sync).
+    It must not be smaller than the true maximum.
     """
     need_grad = torch.is_grad_enabled() and logits.requires_grad
     return _FusedCTCLoss.apply(
         logits, targets, input_lengths, target_lengths, int(blank), reduction, bool(zero_infinity),
-        need_grad,
+        need_grad, max_target_length,
     )
