@@ -32,6 +32,9 @@ def save_checkpoint(payload: dict, path: str | Path) -> Path:
     os.close(fd)
     try:
         torch.save(payload, tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it owner-only; use the normal file mode
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
