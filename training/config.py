@@ -13,6 +13,7 @@ import types
 import typing
 from dataclasses import dataclass, field, fields
 
+from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.models.config import ModelConfig
 
 OPTIMIZERS = ("rmsprop", "adam", "adamw")
@@ -73,11 +74,32 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class InterCTCConfig:
+    """Intermediate CTC losses (text_recognizer/ctc/interctc.py, docs/regularisers.md); off by default."""
+
+    layers: tuple[int, ...] = field(default=(), metadata={"help": "encoder blocks (numbered from 1: conv1.., then lstm1..) whose outputs get an intermediate CTC loss through the shared output head, e.g. 1 2"})
+    weights: tuple[float, ...] = field(default=(), metadata={"help": "one weight in (0, 1) per --interctc-layers entry, summing to < 1: loss = (1 - sum(w)) * L_final + sum(w_k * L_k)"})
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", tuple(self.layers))
+        object.__setattr__(self, "weights", tuple(self.weights))
+        InterCTC.from_settings(self.layers, self.weights)  # validates (None when off)
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    interctc: InterCTCConfig = field(default_factory=InterCTCConfig)
+
+    def __post_init__(self) -> None:
+        interctc = InterCTC.from_settings(self.interctc.layers, self.interctc.weights)
+        if interctc is not None:
+            if self.run.loss != "ctc":
+                raise ValueError(f"--interctc-layers needs --loss ctc, got --loss {self.run.loss}")
+            interctc.check_layers(self.model.block_names)
 
     def to_dict(self) -> dict:
         return {
@@ -85,6 +107,7 @@ class ExperimentConfig:
             "data": _plain(dataclasses.asdict(self.data)),
             "optim": dataclasses.asdict(self.optim),
             "run": dataclasses.asdict(self.run),
+            "interctc": _plain(dataclasses.asdict(self.interctc)),
         }
 
     @classmethod
@@ -94,17 +117,19 @@ class ExperimentConfig:
             data=DataConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in data["data"].items()}),
             optim=OptimConfig(**data["optim"]),
             run=RunConfig(**data["run"]),
+            interctc=InterCTCConfig(**data.get("interctc", {})),  # absent in configs made before InterCTC
         )
 
 
 # Model fields whose flag differs from the field name, and fields that are not flags.
-_FLAG_NAMES = {("model", "kind"): "model"}
+_FLAG_NAMES = {("model", "kind"): "model", ("interctc", "layers"): "interctc_layers", ("interctc", "weights"): "interctc_weights"}
 _NOT_FLAGS = {("model", "num_classes")}
 _GROUPS = {
     "model": ("model", "architecture and window geometry"),
     "data": ("data", "training and validation data"),
     "optim": ("optimisation", "optimiser, schedule and budget"),
     "run": ("run", "run directory, device, seeds and checkpoints"),
+    "interctc": ("intermediate CTC", "extra CTC losses on intermediate encoder blocks (docs/regularisers.md)"),
 }
 
 
@@ -172,4 +197,5 @@ def config_from_args(args: argparse.Namespace, num_classes: int) -> ExperimentCo
         data=DataConfig(**values["data"]),
         optim=OptimConfig(**values["optim"]),
         run=RunConfig(**values["run"]),
+        interctc=InterCTCConfig(**values["interctc"]),
     )

@@ -24,6 +24,7 @@ from tqdm import tqdm
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.ctc import ctc_decode, ctc_loss, required_frames
+from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.ctc.loss import resolve_impl
 from text_recognizer.data.lines import LineBatch, collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
@@ -105,9 +106,17 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, t
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def compute_loss(model, batch: LineBatch, loss_kind: str, ctc_impl: str) -> tuple[torch.Tensor, dict]:
-    """Loss of one batch and facts about it. Infeasible CTC samples are left out and counted."""
-    logits = model(batch.images, batch.widths)  # (B, T, C)
+def compute_loss(model, batch: LineBatch, loss_kind: str, ctc_impl: str, interctc: InterCTC | None = None) -> tuple[torch.Tensor, dict]:
+    """Loss of one batch and facts about it. Infeasible CTC samples are left out and counted.
+
+    With ``interctc`` the loss is InterCTC's weighted total and ``info["interctc"]`` maps each
+    captured layer to its own loss (a float), ``info["final_loss"]`` holds the final layer's.
+    """
+    if interctc is not None:
+        with interctc.capture(model) as captured:
+            logits = model(batch.images, batch.widths)  # (B, T, C); fills captured
+    else:
+        logits = model(batch.images, batch.widths)  # (B, T, C)
     frames = model.output_lengths(batch.widths)  # (B,)
     if loss_kind == "nll":
         return _nll_loss(logits, batch, frames), {"used": len(batch.texts), "infeasible": 0}
@@ -122,7 +131,16 @@ def compute_loss(model, batch: LineBatch, loss_kind: str, ctc_impl: str) -> tupl
         logits[idx], batch.targets[idx], frames[rows].to(logits.device), batch.target_lengths[rows].to(logits.device),
         reduction="mean", impl=ctc_impl,
     )
-    return loss, {"used": used, "infeasible": len(batch.texts) - used}
+    info = {"used": used, "infeasible": len(batch.texts) - used}
+    if interctc is not None:
+        layer_losses = interctc.layer_losses(
+            model, captured, batch.targets[idx], frames[rows].to(logits.device), batch.target_lengths[rows].to(logits.device),
+            rows=idx, reduction="mean", impl=ctc_impl,
+        )
+        info["final_loss"] = float(loss.detach())
+        info["interctc"] = {layer: float(value.detach()) for layer, value in layer_losses.items()}
+        loss = interctc.combine(loss, layer_losses)
+    return loss, info
 
 
 def _nll_loss(logits: torch.Tensor, batch: LineBatch, frames: torch.Tensor) -> torch.Tensor:
@@ -145,22 +163,41 @@ class EvalResult:
     references: list[str] = field(default_factory=list)
     predictions: list[str] = field(default_factory=list)
     confidences: list[float] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)  # e.g. val_interctc_<block>_loss / _cer per captured layer
 
     def metrics(self) -> dict:
-        return {"val_loss": self.loss, "val_cer": self.cer, "val_wer": self.wer, "val_n": self.n}
+        return {"val_loss": self.loss, "val_cer": self.cer, "val_wer": self.wer, "val_n": self.n, **self.extra}
 
 
 @torch.no_grad()
-def evaluate(model, loader, codec: Codec, device: torch.device, loss_kind: str = "ctc", ctc_impl: str = "auto") -> EvalResult:
-    """Loss, corpus CER/WER and all predictions over a loader, in eval mode."""
+def evaluate(model, loader, codec: Codec, device: torch.device, loss_kind: str = "ctc", ctc_impl: str = "auto",
+             interctc: InterCTC | None = None) -> EvalResult:
+    """Loss, corpus CER/WER and all predictions over a loader, in eval mode.
+
+    With ``interctc`` the captured layers are also scored: ``val_interctc_<block>_loss`` and
+    ``..._cer`` (greedy decoding of that layer through the output head) in ``EvalResult.extra``.
+    """
     was_training = model.training
     model.eval()
     total_loss, total_lines = 0.0, 0
     refs, preds, confs = [], [], []
+    names = interctc.metric_names(model) if interctc is not None else {}
+    layer_loss = dict.fromkeys(names, 0.0)
+    layer_preds: dict[int, list[str]] = {layer: [] for layer in names}
     for batch in loader:
         batch = batch.to(device)
-        logits = model(batch.images, batch.widths)  # (B, T, C)
+        if interctc is not None:
+            with interctc.capture(model) as captured:
+                logits = model(batch.images, batch.widths)  # (B, T, C); fills captured
+        else:
+            logits = model(batch.images, batch.widths)  # (B, T, C)
         frames = model.output_lengths(batch.widths)
+        if interctc is not None:
+            for layer, layer_logits in interctc.layer_logits(model, captured).items():
+                value = ctc_loss(layer_logits, batch.targets, frames.to(device), batch.target_lengths.to(device),
+                                 reduction="mean", zero_infinity=True, impl=ctc_impl)
+                layer_loss[layer] += float(value) * len(batch.texts)
+                layer_preds[layer].extend(line.text for line in ctc_decode(layer_logits, codec, frames))
         if loss_kind == "nll":
             loss = _nll_loss(logits, batch, frames)
         else:
@@ -173,9 +210,13 @@ def evaluate(model, loader, codec: Codec, device: torch.device, loss_kind: str =
             confs.append(line.confidence)
         refs.extend(batch.texts)
     model.train(was_training)
+    extra = {}
+    for layer, name in names.items():
+        extra[f"val_{name}_loss"] = layer_loss[layer] / max(total_lines, 1)
+        extra[f"val_{name}_cer"] = cer(refs, layer_preds[layer])
     return EvalResult(
         loss=total_loss / max(total_lines, 1), cer=cer(refs, preds), wer=wer(refs, preds), n=total_lines,
-        references=refs, predictions=preds, confidences=confs,
+        references=refs, predictions=preds, confidences=confs, extra=extra,
     )
 
 
@@ -198,12 +239,28 @@ def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path) -> 
     payload = load_checkpoint(path, map_location="cpu")
     theirs = dict(payload["model_config"])
     ours = config.model.to_dict()
-    differences = {k: (theirs.get(k), v) for k, v in ours.items() if k != "dropout" and theirs.get(k) != v}
+    training_only = {"dropout", "stochastic_depth", "stochastic_depth_mode", "stochastic_depth_start"}  # no weights
+    differences = {k: (theirs.get(k), v) for k, v in ours.items() if k not in training_only and theirs.get(k) != v}
     if differences:
         raise TrainingError(f"--init-from {path}: its model differs from this run's in {differences} (theirs, ours)")
     state = {k: v.float() if v.is_floating_point() else v for k, v in payload["model_state"].items()}
     model.load_state_dict(state)
     print(f"initialised the model from {path}")
+
+
+def _regulariser_info(model, config: ExperimentConfig, interctc: InterCTC | None) -> dict:
+    """Stochastic-depth probabilities per block and InterCTC layers (printed; saved in config.json)."""
+    info = {}
+    if config.model.stochastic_depth > 0:
+        probs = {name: round(block.drop_prob, 6) for name, block in model.encoder.blocks.items()}
+        info["stochastic_depth_probs"] = probs
+        print(f"stochastic depth ({config.model.stochastic_depth_mode}, max {config.model.stochastic_depth}, "
+              f"from layer {config.model.stochastic_depth_start}): drop probabilities {probs}")
+    if interctc is not None:
+        layers = {name: weight for name, weight in zip(interctc.block_names(model).values(), interctc.weights)}
+        info["interctc_layers"] = layers
+        print(f"InterCTC: weights {layers}, final layer {1 - sum(interctc.weights):g}")
+    return info
 
 
 def default_run_name(config: ExperimentConfig) -> str:
@@ -234,6 +291,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     ctc_impl = config.run.ctc_impl
     if config.run.loss == "ctc":
         resolve_impl(ctc_impl, device)  # fail early on an impossible choice
+    interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
     run_dir = Path(config.run.run_dir) if config.run.run_dir else LOG_ROOT / (config.run.name or default_run_name(config))
     resume_payload = None
     if config.run.resume:
@@ -290,7 +348,10 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     loggers = [JsonlLogger(run_dir), *(loggers or [])]
     num_params = sum(p.numel() for p in model.parameters())
     model_info = {"parameters": num_params, "size_mb": round(num_params * 4 / 2**20, 2), "ctc_impl": resolve_impl(ctc_impl, device) if config.run.loss == "ctc" else "none", "device": str(device)}
-    (run_dir / "config.json").write_text(json.dumps({**config.to_dict(), "codec": codec.to_dict(), "data_description": datasets.description}, indent=2))
+    regularisers = _regulariser_info(model, config, interctc)
+    interctc_names = interctc.metric_names(model) if interctc is not None else {}  # layer -> interctc_<block>
+    model_info.update(regularisers)
+    (run_dir / "config.json").write_text(json.dumps({**config.to_dict(), "codec": codec.to_dict(), "data_description": datasets.description, **regularisers}, indent=2))
     for logger in loggers:
         logger.start(config.to_dict(), run_dir, model_info)
     print(f"run {run_dir}: {config.model.kind}, {num_params / 1e6:.2f} M parameters, {device}, "
@@ -327,7 +388,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
             for batch in bar:
                 step_start = time.monotonic()
                 batch = batch.to(device)
-                loss, info = compute_loss(model, batch, config.run.loss, ctc_impl)
+                loss, info = compute_loss(model, batch, config.run.loss, ctc_impl, interctc)
                 if not torch.isfinite(loss):
                     save_last()
                     raise TrainingError(
@@ -349,6 +410,9 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
                 loss_value = float(loss.detach())
                 metrics = {"epoch": state.epoch + 1, "loss": loss_value, "lr": scheduler.get_last_lr()[0],
                            "grad_norm": float(grad_norm), "lines_per_sec": len(batch.texts) / max(seconds, 1e-9)}
+                if "interctc" in info:
+                    metrics["final_loss"] = info["final_loss"]
+                    metrics.update({f"{interctc_names[k]}_loss": v for k, v in info["interctc"].items()})
                 bar.set_postfix(loss=f"{loss_value:.3f}")
                 for logger in loggers:
                     logger.log_train(state.step, metrics)
@@ -365,7 +429,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
             if epoch_done:
                 state.epoch += 1
                 state.batch_in_epoch = 0
-            last_val = evaluate(model, val_loader, codec, device, config.run.loss, ctc_impl)
+            last_val = evaluate(model, val_loader, codec, device, config.run.loss, ctc_impl, interctc)
             state.elapsed = time.monotonic() - start_time
             improved = last_val.cer < state.best_cer
             if improved:

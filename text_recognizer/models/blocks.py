@@ -2,7 +2,8 @@
 
 Blocks are numbered from 1 in order (``conv1``, ``conv2``, ..., ``lstm1``, ...). Each computes
 ``x + g(x)`` where ``g`` is its residual branch, which is what intermediate CTC losses (capture a
-block's output) and stochastic depth (skip ``g``) need.
+block's output: ``text_recognizer.ctc.interctc``) and stochastic depth (skip ``g`` in training:
+``text_recognizer.models.stochastic_depth``) need.
 
 Padding: in a batch, lines shorter than the widest are padded. Every block takes the valid frame
 counts ``lengths`` (``(B,)``) and never lets padded frames reach valid ones (conv inputs are
@@ -17,13 +18,15 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from text_recognizer.models.config import ModelConfig
+from text_recognizer.models.stochastic_depth import residual
 
 
 class ConvBlock(nn.Module):
     """Residual temporal convolution: local context across neighbouring windows."""
 
-    def __init__(self, dim: int, kernel: int, dropout: float):
+    def __init__(self, dim: int, kernel: int, dropout: float, drop_prob: float = 0.0):
         super().__init__()
+        self.drop_prob = drop_prob  # stochastic depth (a fixed hyper-parameter, not state)
         self.norm = nn.LayerNorm(dim)
         self.conv = nn.Conv1d(dim, dim, kernel, padding=kernel // 2)
         self.act = nn.GELU()
@@ -35,14 +38,15 @@ class ConvBlock(nn.Module):
         return self.dropout(y)  # (B, T, D)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return x + self.branch(x, lengths)  # (B, T, D)
+        return residual(x, lambda: self.branch(x, lengths), self.drop_prob, self.training)  # (B, T, D)
 
 
 class LSTMBlock(nn.Module):
     """Residual BiLSTM: context across the whole line, projected back to the block width."""
 
-    def __init__(self, dim: int, hidden: int, dropout: float):
+    def __init__(self, dim: int, hidden: int, dropout: float, drop_prob: float = 0.0):
         super().__init__()
+        self.drop_prob = drop_prob  # stochastic depth (a fixed hyper-parameter, not state)
         self.norm = nn.LayerNorm(dim)
         self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
         self.project = nn.Linear(2 * hidden, dim)
@@ -55,7 +59,7 @@ class LSTMBlock(nn.Module):
         return self.dropout(self.project(y))  # (B, T, D)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return x + self.branch(x, lengths)  # (B, T, D)
+        return residual(x, lambda: self.branch(x, lengths), self.drop_prob, self.training)  # (B, T, D)
 
 
 class Encoder(nn.Module):
@@ -64,11 +68,12 @@ class Encoder(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         blocks: dict[str, nn.Module] = {}
+        probs = iter(config.stochastic_depth_probs())  # one per block, in order
         for i in range(config.conv_blocks):
-            blocks[f"conv{i + 1}"] = ConvBlock(config.feature_dim, config.conv_kernel, config.dropout)
+            blocks[f"conv{i + 1}"] = ConvBlock(config.feature_dim, config.conv_kernel, config.dropout, next(probs))
         if config.kind == "crnn":
             for i in range(config.lstm_layers):
-                blocks[f"lstm{i + 1}"] = LSTMBlock(config.feature_dim, config.lstm_hidden, config.dropout)
+                blocks[f"lstm{i + 1}"] = LSTMBlock(config.feature_dim, config.lstm_hidden, config.dropout, next(probs))
         self.blocks = nn.ModuleDict(blocks)
         self.norm = nn.LayerNorm(config.feature_dim)
 

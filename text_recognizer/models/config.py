@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from text_recognizer.models.stochastic_depth import MODES as SD_MODES
+from text_recognizer.models.stochastic_depth import drop_probabilities
+
 MODEL_KINDS = ("crnn", "line_cnn")
 
 
@@ -23,6 +26,9 @@ class ModelConfig:
     lstm_hidden: int = field(default=128, metadata={"help": "BiLSTM hidden size per direction"})
     dropout: float = field(default=0.1, metadata={"help": "dropout inside the encoder blocks and before the head"})
     num_classes: int = field(default=80, metadata={"help": "outputs per frame incl. the blank (set from the codec)"})
+    stochastic_depth: float = field(default=0.0, metadata={"help": "stochastic depth: maximum drop probability of an encoder block in training, in [0, 1) (0: off; docs/regularisers.md)"})
+    stochastic_depth_mode: str = field(default="linear", metadata={"help": "linear: block l (of the droppable ones) drops with l / L * p; uniform: every droppable block with p", "choices": SD_MODES})
+    stochastic_depth_start: int = field(default=1, metadata={"help": "first encoder block (numbered from 1: conv1.., then lstm1..) that stochastic depth may drop"})
 
     def __post_init__(self) -> None:
         if self.kind not in MODEL_KINDS:
@@ -46,6 +52,22 @@ class ModelConfig:
                 raise ValueError(f"invalid model setting {name}={getattr(self, name)!r}")
         if self.height < 2 ** len(self.cnn_channels):
             raise ValueError(f"height {self.height} is too small for {len(self.cnn_channels)} pooling stages")
+        self.stochastic_depth_probs()  # validates the stochastic-depth settings against the block count
+
+    @property
+    def block_names(self) -> list[str]:
+        """The encoder's residual blocks in order (``Encoder.block_names``): conv1.., then lstm1.. for a crnn."""
+        lstm = self.lstm_layers if self.kind == "crnn" else 0
+        return [f"conv{i + 1}" for i in range(self.conv_blocks)] + [f"lstm{i + 1}" for i in range(lstm)]
+
+    @property
+    def num_blocks(self) -> int:
+        """Residual blocks in the encoder, numbered 1..num_blocks in ``block_names`` order."""
+        return len(self.block_names)
+
+    def stochastic_depth_probs(self) -> list[float]:
+        """Drop probability of each encoder block in order (``text_recognizer.models.stochastic_depth``)."""
+        return drop_probabilities(self.num_blocks, self.stochastic_depth, self.stochastic_depth_mode, self.stochastic_depth_start)
 
     def to_dict(self) -> dict:
         data = asdict(self)
