@@ -51,6 +51,7 @@ class OptimConfig:
     grad_clip: float = field(default=5.0, metadata={"help": "clip the gradient norm to this value (0: off)"})
     lr_schedule: str = field(default="cosine", metadata={"help": "learning-rate schedule over the planned steps", "choices": SCHEDULES})
     warmup_steps: int = field(default=100, metadata={"help": "linear learning-rate warm-up steps"})
+    sortagrad: bool = field(default=True, metadata={"help": "SortaGrad: run the first epoch in order of label length (short lines first), later epochs shuffled"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ class RunConfig:
     ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
     overfit_batches: int = field(default=0, metadata={"help": "train and validate on the first N training batches only (debugging)"})
     early_stopping: int = field(default=0, metadata={"help": "stop when val CER has not improved for this many epochs (0: off)"})
+    max_bad_steps: int = field(default=5, metadata={"help": "stop after this many consecutive training steps with a non-finite loss or gradient (each is skipped and dumped to <run-dir>/bad_steps/; see docs/robustness.md)"})
+    blank_collapse_epochs: int = field(default=3, metadata={"help": "warn when validation predictions stay (almost) all blank for this many consecutive epochs (0: off)"})
     checkpoint_every: int = field(default=200, metadata={"help": "also save last.pt every N steps within an epoch (0: only at epoch ends)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     group: str = field(default="", metadata={"help": "experiment group shared by related runs (W&B group; shown by compare_runs.py)"})

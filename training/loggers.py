@@ -15,6 +15,9 @@ class Logger:
 
     def start(self, config: dict, run_dir: Path, model_info: dict) -> None: ...
 
+    def watch(self, model) -> None:
+        """Called once with the model before training starts (e.g. to track its gradients)."""
+
     def log_train(self, step: int, metrics: dict) -> None: ...
 
     def log_val(self, epoch: int, step: int, metrics: dict, samples: list[dict]) -> None: ...

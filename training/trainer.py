@@ -31,7 +31,9 @@ from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
 from training.config import ExperimentConfig
 from training.data import build_datasets
+from training.guard import COLLAPSE_SHARE, NonFiniteGuard, blank_share, collapse_advice
 from training.loggers import JsonlLogger, Logger
+from training.sortagrad import label_lengths
 
 LOG_ROOT = Path(__file__).parent / "logs"
 
@@ -50,11 +52,16 @@ def resolve_device(name: str) -> torch.device:
 
 
 class EpochSampler(Sampler[int]):
-    """Shuffled indices whose order depends only on (seed, epoch); can start mid-epoch."""
+    """Shuffled indices whose order depends only on (seed, epoch); can start mid-epoch.
 
-    def __init__(self, size: int, seed: int, shuffle: bool = True):
+    With ``sortagrad_lengths`` (label length per item) epoch 0 runs from short labels to long ones
+    (SortaGrad; ties keep their shuffled order), later epochs are shuffled.
+    """
+
+    def __init__(self, size: int, seed: int, shuffle: bool = True, sortagrad_lengths: list[int] | None = None):
         self.size, self.seed, self.shuffle = size, seed, shuffle
         self.epoch, self.skip = 0, 0
+        self.lengths = sortagrad_lengths
 
     def set_epoch(self, epoch: int, skip: int = 0) -> None:
         self.epoch, self.skip = epoch, skip
@@ -63,6 +70,8 @@ class EpochSampler(Sampler[int]):
         if self.shuffle:
             generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
             order = torch.randperm(self.size, generator=generator).tolist()
+            if self.epoch == 0 and self.lengths is not None:
+                order.sort(key=self.lengths.__getitem__)  # stable: ties keep their shuffled order
         else:
             order = list(range(self.size))
         return iter(order[self.skip :])
@@ -280,6 +289,25 @@ class TrainState:
     lines_seen: int = 0
     skipped_infeasible: int = 0
     train_seconds: float = 0.0
+    bad_steps: int = 0  # training steps skipped by the non-finite guard
+    blank_epochs: int = 0  # consecutive validations whose predictions were (almost) all blank
+
+
+def _watch_blank_collapse(config: ExperimentConfig, state: TrainState, result: EvalResult, model, val_set, loggers) -> None:
+    """Count validations whose predictions are (almost) all blank; warn every ``--blank-collapse-epochs`` in a row."""
+    share = blank_share(result.references, result.predictions)
+    state.blank_epochs = state.blank_epochs + 1 if share >= COLLAPSE_SHARE else 0
+    every = config.run.blank_collapse_epochs
+    if not every or config.run.loss != "ctc" or not state.blank_epochs or state.blank_epochs % every:
+        return
+    samples = [val_set[i] for i in range(min(32, len(val_set)))]
+    frames = model.output_lengths(torch.tensor([s.image.shape[-1] for s in samples], dtype=torch.int64))
+    needed = sum(max(1, required_frames(s.text)) for s in samples)
+    ratio = float(frames.sum()) / needed if samples else None
+    print(collapse_advice(config, state.blank_epochs, state.step, share, ratio))
+    for logger in loggers:
+        logger.log_event(state.step, {"event": "blank_collapse", "epochs": state.blank_epochs, "blank_share": share,
+                                      "frames_per_needed_frame": ratio})
 
 
 def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Codec | None = None) -> dict:
@@ -311,7 +339,10 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     model = build_model(config.model).to(device)
     optimizer = make_optimizer(model, config)
     bs = config.optim.batch_size
-    sampler = EpochSampler(len(datasets.train), config.run.seed, shuffle=config.run.overfit_batches == 0)
+    lengths = label_lengths(datasets.train) if config.optim.sortagrad and not config.run.overfit_batches else None
+    if config.optim.sortagrad and not config.run.overfit_batches and lengths is None:
+        print("note: --sortagrad: the label lengths of this training set cannot be read cheaply; the first epoch is shuffled")
+    sampler = EpochSampler(len(datasets.train), config.run.seed, shuffle=config.run.overfit_batches == 0, sortagrad_lengths=lengths)
     train_set = datasets.train
     val_set = datasets.val
     if config.run.overfit_batches:
@@ -346,6 +377,9 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
         print(f"resumed {run_dir} at epoch {state.epoch}, step {state.step}")
 
     loggers = [JsonlLogger(run_dir), *(loggers or [])]
+    guard = NonFiniteGuard(run_dir, config.run.max_bad_steps, loggers)
+    for logger in loggers:
+        logger.watch(model)
     num_params = sum(p.numel() for p in model.parameters())
     model_info = {"parameters": num_params, "size_mb": round(num_params * 4 / 2**20, 2), "ctc_impl": resolve_impl(ctc_impl, device) if config.run.loss == "ctc" else "none", "device": str(device)}
     regularisers = _regulariser_info(model, config, interctc)
@@ -388,34 +422,43 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
             for batch in bar:
                 step_start = time.monotonic()
                 batch = batch.to(device)
+                guard.before_step(model, _rng_state(device))
                 loss, info = compute_loss(model, batch, config.run.loss, ctc_impl, interctc)
-                if not torch.isfinite(loss):
-                    save_last()
-                    raise TrainingError(
-                        f"non-finite loss {float(loss)} at epoch {state.epoch + 1}, step {state.step + 1} "
-                        f"(batch {state.batch_in_epoch + 1}; texts {batch.texts[:3]}...). last.pt holds the state before it."
-                    )
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip or float("inf"))
-                optimizer.step()
-                scheduler.step()
+                grad_norm = None
+                if torch.isfinite(loss):  # a non-finite loss is not back-propagated; the guard skips the step
+                    loss.backward()
+                    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip or float("inf"))
+                problem = guard.check(model, loss, grad_norm)  # None, or why the step must be skipped
+                if problem is None:
+                    guard.good_step()
+                    optimizer.step()
+                    scheduler.step()
                 state.step += 1
                 state.batch_in_epoch += 1
-                state.lines_seen += info["used"]
-                state.skipped_infeasible += info["infeasible"]
-                seconds = time.monotonic() - step_start
-                state.train_seconds += seconds
-                state.elapsed = time.monotonic() - start_time
-                loss_value = float(loss.detach())
-                metrics = {"epoch": state.epoch + 1, "loss": loss_value, "lr": scheduler.get_last_lr()[0],
-                           "grad_norm": float(grad_norm), "lines_per_sec": len(batch.texts) / max(seconds, 1e-9)}
-                if "interctc" in info:
-                    metrics["final_loss"] = info["final_loss"]
-                    metrics.update({f"{interctc_names[k]}_loss": v for k, v in info["interctc"].items()})
-                bar.set_postfix(loss=f"{loss_value:.3f}")
-                for logger in loggers:
-                    logger.log_train(state.step, metrics)
+                if problem is not None:
+                    state.bad_steps += 1
+                    guard.record(problem, model=model, optimizer=optimizer, batch=batch, step=state.step, epoch=state.epoch + 1,
+                                 batch_in_epoch=state.batch_in_epoch, total_bad=state.bad_steps,
+                                 payload=checkpoint_payload(None), checkpoint=run_dir / "last.pt")
+                    if guard.should_stop():
+                        save_last()
+                        raise TrainingError(guard.stop_message(state.step, run_dir / "last.pt"))
+                else:
+                    state.lines_seen += info["used"]
+                    state.skipped_infeasible += info["infeasible"]
+                    seconds = time.monotonic() - step_start
+                    state.train_seconds += seconds
+                    state.elapsed = time.monotonic() - start_time
+                    loss_value = float(loss.detach())
+                    metrics = {"epoch": state.epoch + 1, "loss": loss_value, "lr": scheduler.get_last_lr()[0],
+                               "grad_norm": float(grad_norm), "lines_per_sec": len(batch.texts) / max(seconds, 1e-9)}
+                    if "interctc" in info:
+                        metrics["final_loss"] = info["final_loss"]
+                        metrics.update({f"{interctc_names[k]}_loss": v for k, v in info["interctc"].items()})
+                    bar.set_postfix(loss=f"{loss_value:.3f}")
+                    for logger in loggers:
+                        logger.log_train(state.step, metrics)
                 if config.run.checkpoint_every and state.step % config.run.checkpoint_every == 0:
                     save_last()
                 if config.optim.max_steps and state.step >= config.optim.max_steps:
@@ -442,6 +485,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
                 logger.log_val(state.epoch, state.step, {**last_val.metrics(), "best_val_cer": state.best_cer}, samples)
             print(f"epoch {state.epoch:3d} step {state.step:6d} | train loss {loss_value:.3f} | val loss {last_val.loss:.3f} "
                   f"cer {last_val.cer:.4f} wer {last_val.wer:.4f} | best {state.best_cer:.4f} | {state.elapsed / 60:.1f} min")
+            _watch_blank_collapse(config, state, last_val, model, val_set, loggers)
             save_last(last_val.cer)
             if improved:
                 best = checkpoint_payload(last_val.cer)
@@ -461,6 +505,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
         "epochs": state.epoch, "steps": state.step, "elapsed_minutes": round(state.elapsed / 60, 3),
         "train_lines_per_sec": round(state.lines_seen / max(state.train_seconds, 1e-9), 2),
         "skipped_infeasible_in_batches": state.skipped_infeasible,
+        "bad_steps": state.bad_steps,
         "data_checks": {k: v.to_dict() for k, v in datasets.reports.items()},
         "stop_reason": stop_reason or f"reached --max-epochs {config.optim.max_epochs}",
         "parameters": num_params, "device": str(device),
