@@ -50,8 +50,14 @@ class Replay:
     first_module_input_finite: bool = True
     first_nonfinite_grad: str = ""
 
+    @property
+    def step_is_bad(self) -> bool:
+        """Whether the guard would skip this step (non-finite loss or gradient)."""
+        return not math.isfinite(self.loss) or bool(self.nonfinite_grads) or not math.isfinite(self.grad_norm or 0.0)
+
     def report(self, trace: bool) -> str:
-        lines = [f"loss: {self.loss} (dump recorded {self.dump_loss}) -> {'reproduced' if self.reproduced else 'NOT reproduced'}"]
+        lines = [f"loss: {self.loss} (dump recorded {self.dump_loss}) -> {'reproduced' if self.reproduced else 'NOT reproduced'}; "
+                 f"the guard would {'skip' if self.step_is_bad else 'accept'} this step"]
         if self.grad_norm is None:
             lines.append("gradients: not computed (the loss is non-finite; the training step skipped backward too)")
         else:
@@ -67,7 +73,8 @@ class Replay:
             else:
                 lines.append("trace: every module's forward output is finite (look at the loss: try crosscheck)")
             if self.first_nonfinite_grad:
-                lines.append(f"trace: first parameter with a non-finite gradient (backward order): {self.first_nonfinite_grad}")
+                lines.append(f"trace: first parameter with a non-finite gradient (backward order): {self.first_nonfinite_grad} "
+                             "(the module just after it in the forward pass sent it back)")
         return "\n".join(lines)
 
 
@@ -184,12 +191,14 @@ def replay(dump_path: str | Path, checkpoint: str | None = None, trace: bool = F
 class Crosscheck:
     logits_finite: bool
     used: int
-    results: dict[str, dict] = field(default_factory=dict)  # impl -> loss, max_loss_diff, max_grad_diff, worst_sample, error
+    # impl -> loss (sum over samples), max_loss_diff (per sample, relative to the float64 loss),
+    # max_grad_diff (absolute, d loss / d logits), worst_sample (its text), or error
+    results: dict[str, dict] = field(default_factory=dict)
 
     def report(self) -> str:
         lines = [f"logits: {'finite' if self.logits_finite else 'NON-FINITE (a modelling problem: run replay --trace)'}; "
                  f"{self.used} feasible sample(s) scored"]
-        lines.append(f"{'implementation':<22} {'loss (sum)':>14} {'max |dloss|':>12} {'max |dgrad|':>12}  worst sample")
+        lines.append(f"{'implementation':<22} {'loss (sum)':>14} {'rel. dloss':>12} {'max |dgrad|':>12}  worst sample")
         for name, r in self.results.items():
             if "error" in r:
                 lines.append(f"{name:<22} unavailable: {r['error']}")
@@ -240,7 +249,7 @@ def crosscheck(dump_path: str | Path, checkpoint: str | None = None, device: str
     result = Crosscheck(bool(torch.isfinite(logits).all()), len(rows))
 
     def run(impl: str, where: torch.device, dtype: torch.dtype):
-        x = logits.to(where, dtype).requires_grad_(True)
+        x = logits.to(where, dtype).detach().clone().requires_grad_(True)  # a fresh leaf: no shared .grad
         per_sample = ctc_loss(x, targets.to(where), frames.to(where), lengths.to(where), reduction="none", impl=impl)
         per_sample.sum().backward()
         return per_sample.detach().double().cpu(), x.grad.detach().double().cpu()
@@ -253,7 +262,7 @@ def crosscheck(dump_path: str | Path, checkpoint: str | None = None, device: str
         except Exception as error:  # noqa: BLE001 - report and go on to the next implementation
             result.results[name] = {"error": f"{type(error).__name__}: {error}"}
             continue
-        loss_diff = _diff(loss, ref_loss)
+        loss_diff = _diff(loss, ref_loss) / ref_loss.abs().clamp_min(1.0)  # relative: losses grow with line length
         grad_diff = _diff(grad, ref_grad).flatten(1).amax(1) if len(rows) else torch.zeros(0)
         per_sample = torch.maximum(loss_diff, grad_diff) if len(rows) else torch.zeros(0)
         worst = int(per_sample.argmax()) if len(rows) else -1
