@@ -26,6 +26,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.ctc import ctc_decode, ctc_loss, required_frames
 from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.ctc.loss import resolve_impl
+from text_recognizer.data.checks import report_table
 from text_recognizer.data.lines import LineBatch, collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
@@ -333,9 +334,11 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     torch.manual_seed(config.run.seed)
     random.seed(config.run.seed)
     datasets = build_datasets(config.data, codec, config.model, config.run.seed)
-    for name, report in datasets.reports.items():
-        if report.num_skipped:
-            print(f"data check {name}: {report.summary()}")
+    if datasets.reports:
+        print(f"data check (--bad-samples {config.data.bad_samples}):\n{report_table(datasets.reports)}")
+    if "synthetic" in config.data.data:
+        print("data check: synthetic lines are generated on the fly; CTC-infeasible ones are left out batch by batch "
+              "(counted in summary.json as skipped_infeasible_in_batches)")
     model = build_model(config.model).to(device)
     optimizer = make_optimizer(model, config)
     bs = config.optim.batch_size

@@ -98,3 +98,23 @@ def check_records(
     if policy == "error" and report.num_skipped:
         raise DataCheckError("dataset check failed (use --bad-samples skip to drop them):\n" + report.summary())
     return report
+
+
+def report_table(reports: dict[str, DataReport], limit: int = 5) -> str:
+    """The feasibility report of several datasets as one table (one row per dataset), then up to
+    ``limit`` examples of each problem, so a run's log shows what was checked and what was dropped."""
+    columns = ["kept", *DataReport().problems]
+    width = max([len("dataset"), *(len(name) for name in reports)])
+    header = f"{'dataset':<{width}}  " + "  ".join(f"{c:>{max(len(c), 6)}}" for c in columns)
+    lines = [header, "-" * len(header)]
+    for name, report in reports.items():
+        counts = [len(report.kept), *(len(v) for v in report.problems.values())]
+        lines.append(f"{name:<{width}}  " + "  ".join(f"{n:>{max(len(c), 6)}}" for c, n in zip(columns, counts)))
+    for name, report in reports.items():
+        for problem, items in report.problems.items():
+            if items:
+                lines.append(f"{name}: {problem}:")
+                lines += [f"  {file}: {reason}" for file, reason in items[:limit]]
+                if len(items) > limit:
+                    lines.append(f"  ... and {len(items) - limit} more")
+    return "\n".join(lines)
