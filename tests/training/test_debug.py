@@ -68,7 +68,8 @@ def test_trace_names_the_first_non_finite_gradient(run):
     assert clean.first_nonfinite_grad == "" and not clean.step_is_bad and clean.grad_norm > 0
 
 
-def test_crosscheck_in_process(run, capsys):
+def test_crosscheck_in_process(run, capsys, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # PyTorch only here; the interpreter has its own test
     run_dir, dump = run
     clean = crosscheck(dump, checkpoint=str(run_dir / "last.pt"))
     assert clean.logits_finite and clean.used == 4
