@@ -16,12 +16,7 @@ SMALL = dict(kind="crnn", height=16, window_width=16, window_stride=4, cnn_chann
              conv_blocks=1, conv_kernel=3, lstm_layers=2, lstm_hidden=8, num_classes=7, dropout=0.0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class AddBlock(nn.Module):

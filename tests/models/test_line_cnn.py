@@ -16,13 +16,7 @@ SMALL = dict(height=16, window_width=16, window_stride=4, cnn_channels=(4, 8), f
              conv_blocks=1, conv_kernel=3, lstm_layers=1, lstm_hidden=8, num_classes=7)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models on shared CPUs: one intra-op thread is much faster than contended ones."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def small(kind: str, **overrides) -> ModelConfig:

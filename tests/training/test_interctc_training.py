@@ -23,13 +23,7 @@ from .helpers import TINY_FLAGS, tiny_config
 BOTH = {"model": {"stochastic_depth": 0.3, "conv_blocks": 2}, "interctc": {"layers": (1, 2), "weights": (0.2, 0.1)}}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models on shared CPUs: one intra-op thread is much faster than contended ones."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def both_config(run_dir, **overrides):
