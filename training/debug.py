@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         command = commands.add_parser(name, help=help_text)
         command.add_argument("dump", help="a bad-step dump: <run_dir>/bad_steps/step_<N>.pt")
         command.add_argument("--checkpoint", default=None, help="take the model weights from this checkpoint instead of the dump")
-        command.add_argument("--device", default="cpu", help="device to run on (cpu, cuda); the dump records the one training used")
+        command.add_argument("--device", default="cpu", help="device to run on (cpu, cuda); the dump records the one training used as 'device'")
         if name == "replay":
             command.add_argument("--trace", action="store_true", help="name the first module whose forward output is non-finite and the first parameter whose gradient is")
     args = parser.parse_args(argv)
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(f"{args.dump}: step {dump['step']} (epoch {dump['epoch']}), {len(dump['batch']['texts'])} lines; "
-          f"recorded: {dump['reason']}; last checkpoint: {dump.get('checkpoint')}")
+          f"trained on {dump.get('device', '?')}; recorded: {dump['reason']}; last checkpoint: {dump.get('checkpoint')}")
     try:
         if args.command == "replay":
             print(replay(args.dump, args.checkpoint, args.trace, args.device).report(args.trace))

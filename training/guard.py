@@ -126,6 +126,7 @@ class NonFiniteGuard:
                     "texts": list(batch.texts),
                 },
                 "rng": self._rng,
+                "device": str(batch.images.device),
                 "lr": [group["lr"] for group in optimizer.param_groups],
                 "checkpoint": str(checkpoint) if checkpoint is not None and Path(checkpoint).exists() else None,
             }, path)
