@@ -1,0 +1,65 @@
+"""Training throughput (lines per second) of the default model, against the plain LineCNN baseline.
+
+    python benchmarks/train_bench.py [--steps 20] [--batch-size 16] [--threads N]
+
+Both models see the same pre-generated synthetic batches (generation excluded), and each step is a
+full forward + CTC loss + backward + RMSprop update. Prints lines/s for each and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from text_recognizer.codec import Codec  # noqa: E402
+from text_recognizer.data.lines import EncodedLines, collate_lines  # noqa: E402
+from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
+from text_recognizer.models import ModelConfig, build_model  # noqa: E402
+from training.trainer import compute_loss  # noqa: E402
+
+
+def lines_per_second(kind: str, batches, steps: int) -> float:
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(kind=kind, num_classes=Codec().num_classes))
+    optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3)
+    seen, elapsed = 0, 0.0
+    for i in range(steps + 2):
+        batch = batches[i % len(batches)]
+        start = time.perf_counter()
+        loss, _ = compute_loss(model, batch, "ctc", "torch")
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if i >= 2:  # the first two steps warm up allocators and kernels
+            elapsed += time.perf_counter() - start
+            seen += len(batch.texts)
+    return seen / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per model")
+    parser.add_argument("--batch-size", type=int, default=16, help="lines per batch")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    data = EncodedLines(SyntheticLines(args.batch_size * 4, seed=0, height=ModelConfig().height), Codec(), ModelConfig().height)
+    batches = [collate_lines([data[i] for i in range(b, b + args.batch_size)]) for b in range(0, len(data), args.batch_size)]
+    widths = torch.cat([b.widths for b in batches]).float()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}, "
+          f"mean line width {widths.mean():.0f} px at {ModelConfig().height} px")
+    baseline = lines_per_second("line_cnn", batches, args.steps)
+    default = lines_per_second("crnn", batches, args.steps)
+    print(f"line_cnn (baseline): {baseline:6.1f} lines/s")
+    print(f"crnn (default):      {default:6.1f} lines/s   ratio to baseline {default / baseline:.2f}")
+
+
+if __name__ == "__main__":
+    main()
