@@ -51,9 +51,7 @@ class DataReport:
         for name, items in self.problems.items():
             if items:
                 lines.append(f"  {name}: {len(items)}")
-                lines += [f"    {file}: {reason}" for file, reason in items[:limit]]
-                if len(items) > limit:
-                    lines.append(f"    ... and {len(items) - limit} more")
+                lines += _examples(items, limit, indent="    ")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -114,7 +112,13 @@ def report_table(reports: dict[str, DataReport], limit: int = 5) -> str:
         for problem, items in report.problems.items():
             if items:
                 lines.append(f"{name}: {problem}:")
-                lines += [f"  {file}: {reason}" for file, reason in items[:limit]]
-                if len(items) > limit:
-                    lines.append(f"  ... and {len(items) - limit} more")
+                lines += _examples(items, limit, indent="  ")
     return "\n".join(lines)
+
+
+def _examples(items: list[tuple[str, str]], limit: int, indent: str) -> list[str]:
+    """Up to ``limit`` ``file: reason`` lines, then how many more there are."""
+    lines = [f"{indent}{file}: {reason}" for file, reason in items[:limit]]
+    if len(items) > limit:
+        lines.append(f"{indent}... and {len(items) - limit} more")
+    return lines
