@@ -18,10 +18,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import swagger_ui_bundle
 import torch
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
@@ -158,6 +160,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="POST an image of one handwritten text line, get its text back. CRNN + CTC; see docs/api.md.",
         lifespan=lifespan,
+        docs_url=None,  # served below from local files: no CDN is reachable offline
     )
     app.state.metrics = metrics
     app.add_middleware(LimitsAndMetricsMiddleware, max_body_bytes=resolved.max_body_bytes, metrics=metrics)
@@ -264,6 +267,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def index() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
 
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url, title=f"{app.title} - API docs",
+            swagger_js_url="/static/swagger/swagger-ui-bundle.js", swagger_css_url="/static/swagger/swagger-ui.css",
+            swagger_favicon_url="/static/swagger/favicon-32x32.png",
+        )
+
+    app.mount("/static/swagger", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="swagger")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 

@@ -105,6 +105,16 @@ def test_openapi_schema(client):
     assert client.get("/docs").status_code == 200
 
 
+def test_docs_page_needs_no_cdn(client):
+    """Swagger UI is served from local files: the page references nothing outside this server."""
+    page = client.get("/docs").text
+    assert "/openapi.json" in page and "cdn" not in page.lower() and "https://" not in page.split("<body>")[1]
+    for asset in ("/static/swagger/swagger-ui-bundle.js", "/static/swagger/swagger-ui.css"):
+        assert asset in page
+        response = client.get(asset)
+        assert response.status_code == 200 and len(response.content) > 10_000
+
+
 def test_page_and_static_files(client):
     r = client.get("/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
