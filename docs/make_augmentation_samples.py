@@ -4,9 +4,11 @@ Each block shows one line as stored (IAM's binarised ink), then ``--per-line`` a
 the training pipeline (``text_recognizer.data.augment``), and last the augmented image as the model
 sees it after the stem (ink high, shown inverted back to dark ink for readability).
 
-Uses the development copy ``../shared/data/iam/val`` when it exists, else built-in synthetic lines.
+The committed picture starts from built-in synthetic lines, binarised to solid black ink on white
+like IAM's lines (IAM images must not be committed). ``--iam`` uses the development copy
+``../shared/data/iam/val`` instead, for looking at locally only.
 
-Usage: python docs/make_augmentation_samples.py [--seed 0] [--lines 4] [--per-line 3] [--out docs/augmentation_samples.png]
+Usage: python docs/make_augmentation_samples.py [--seed 0] [--lines 4] [--per-line 3] [--iam] [--out docs/augmentation_samples.png]
 """
 
 from __future__ import annotations
@@ -31,14 +33,15 @@ DEV_VAL = ROOT.parent / "shared" / "data" / "iam" / "val"
 MAX_WIDTH = 1100
 
 
-def _lines(count: int, seed: int) -> tuple[list[tuple[Image.Image, str]], str]:
-    if (DEV_VAL / "labels.tsv").is_file():
+def _lines(count: int, seed: int, iam: bool) -> tuple[list[tuple[Image.Image, str]], str]:
+    if iam:
         records = read_labels(DEV_VAL)
         rng = np.random.default_rng(seed)
         picks = rng.choice(len(records), size=count, replace=False)
         return [(open_image(records[i].path), records[i].text) for i in picks], "IAM val (development copy)"
     ds = SyntheticLines(count, seed=seed)
-    return [ds[i] for i in range(count)], "synthetic lines"
+    binarised = [(image.point(lambda v: 0 if v < 150 else 255), text) for image, text in (ds[i] for i in range(count))]
+    return binarised, "synthetic lines, binarised like IAM"
 
 
 def _fit(image: Image.Image, height: int = 64) -> Image.Image:
@@ -52,10 +55,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lines", type=int, default=4)
     ap.add_argument("--per-line", type=int, default=3)
+    ap.add_argument("--iam", action="store_true", help="use ../shared/data/iam/val (local viewing only; never commit)")
     ap.add_argument("--out", default=str(Path(__file__).with_name("augmentation_samples.png")))
     args = ap.parse_args()
 
-    items, source = _lines(args.lines, args.seed)
+    items, source = _lines(args.lines, args.seed, args.iam)
     augment = build_augmentation(generator=torch.Generator().manual_seed(args.seed))
     rows: list[tuple[str, Image.Image]] = []
     for image, text in items:
