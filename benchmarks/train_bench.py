@@ -1,4 +1,5 @@
-"""Training throughput (lines per second) of the default model, against the plain LineCNN baseline.
+"""Training throughput (lines per second) of the default model, against the plain LineCNN baseline
+and against the same CRNN with a per-window CNN (``--shared-cnn false``, the previous default).
 
     python benchmarks/train_bench.py [--steps 20] [--batch-size 16] [--threads N]
 
@@ -24,9 +25,9 @@ from text_recognizer.models import ModelConfig, build_model  # noqa: E402
 from training.trainer import compute_loss  # noqa: E402
 
 
-def lines_per_second(kind: str, batches, steps: int) -> float:
+def lines_per_second(kind: str, batches, steps: int, **overrides) -> float:
     torch.manual_seed(0)
-    model = build_model(ModelConfig(kind=kind, num_classes=Codec().num_classes))
+    model = build_model(ModelConfig(kind=kind, num_classes=Codec().num_classes, **overrides))
     optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3)
     seen, elapsed = 0, 0.0
     for i in range(steps + 2):
@@ -57,8 +58,10 @@ def main() -> None:
           f"mean line width {widths.mean():.0f} px at {ModelConfig().height} px")
     baseline = lines_per_second("line_cnn", batches, args.steps)
     default = lines_per_second("crnn", batches, args.steps)
-    print(f"line_cnn (baseline): {baseline:6.1f} lines/s")
-    print(f"crnn (default):      {default:6.1f} lines/s   ratio to baseline {default / baseline:.2f}")
+    per_window = lines_per_second("crnn", batches, args.steps, shared_cnn=False)
+    print(f"line_cnn (baseline):     {baseline:6.1f} lines/s")
+    print(f"crnn (default):          {default:6.1f} lines/s   ratio to baseline {default / baseline:.2f}")
+    print(f"crnn, per-window CNN:    {per_window:6.1f} lines/s   default / per-window {default / per_window:.2f}")
 
 
 if __name__ == "__main__":

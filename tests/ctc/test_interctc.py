@@ -127,7 +127,7 @@ def test_gradients_reach_the_captured_layers():
     assert model.encoder.blocks["conv1"].conv.weight.grad.abs().sum() > 0
     assert model.head.weight.grad.abs().sum() > 0  # the shared head learns from it too
     assert model.window_cnn.project.weight.grad.abs().sum() > 0
-    assert model.encoder.blocks["lstm2"].lstm.weight_ih_l0.grad is None  # above the captured layer: untouched
+    assert model.encoder.blocks["lstm2"].forward_lstm.weight_ih_l0.grad is None  # above the captured layer: untouched
 
 
 def test_a_captured_output_of_another_width_is_an_error():

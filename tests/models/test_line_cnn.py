@@ -81,10 +81,12 @@ def test_min_width_is_the_narrowest(width: int, stride: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=MODEL_KINDS)
+@pytest.fixture(scope="module", params=[(kind, shared) for kind in MODEL_KINDS for shared in (True, False)],
+                ids=lambda p: f"{p[0]}-{'shared' if p[1] else 'per_window'}")
 def model(request) -> torch.nn.Module:
+    kind, shared = request.param
     torch.manual_seed(0)
-    return build_model(small(request.param)).eval()
+    return build_model(small(kind, shared_cnn=shared)).eval()
 
 
 @pytest.mark.parametrize("width", [1, 8, 15, 16, 17, 19, 20, 100, 333])
@@ -120,16 +122,57 @@ def test_batch_of_different_widths_padded(model: LineCNN) -> None:
     assert (lengths <= logits.shape[1]).all()
 
 
-def test_window_features_unaffected_by_right_padding(model: LineCNN) -> None:
-    # each window sees only its own pixels: padding the batch wider changes no valid frame
-    image = torch.rand(1, 1, 16, 37)
+@pytest.mark.parametrize("width", [37, 38, 39, 40, 8])
+def test_window_features_unaffected_by_right_padding(model: LineCNN, width: int) -> None:
+    # padding the batch wider (with the true width given) changes no valid frame
+    image = torch.rand(1, 1, 16, width)
     padded = torch.nn.functional.pad(image, (0, 40))
-    frames = model.output_lengths(torch.tensor([37])).item()
-    assert frames == 6
+    frames = model.output_lengths(torch.tensor([width])).item()
+    assert frames == (max(width, 16) - 16) // 4 + 1
     with torch.no_grad():
         a = model.features(image)  # (1, T, D)
-        b = model.features(padded)  # (1, T', D)
+        b = model.features(padded, torch.tensor([width]))  # (1, T', D)
+        noisy = padded.clone()
+        noisy[..., width:] = torch.rand_like(noisy[..., width:])  # garbage past the width is ignored too
+        c = model.features(noisy, torch.tensor([width]))
+    assert a.shape[1] == frames
     torch.testing.assert_close(a, b[:, :frames])
+    torch.testing.assert_close(a, c[:, :frames])
+
+
+def test_shared_cnn_sees_context_beyond_its_window() -> None:
+    # the shared CNN's convolutions reach past the window edge; the per-window CNN's never do
+    image = torch.rand(1, 1, 16, 64)
+    changed = image.clone()
+    changed[..., 16:18] = 1.0 - changed[..., 16:18]  # just right of window 0 (pixels 0..15)
+    for shared, differs in ((True, True), (False, False)):
+        torch.manual_seed(0)
+        model = build_model(small("line_cnn", shared_cnn=shared)).eval()
+        with torch.no_grad():
+            a, b = model.features(image)[0, 0], model.features(changed)[0, 0]
+        assert (not torch.allclose(a, b)) == differs
+
+
+def test_shared_cnn_is_cheaper() -> None:
+    # same geometry and output, a quarter of the pixels through the conv stages at w=16, s=4
+    config = small("line_cnn", shared_cnn=True)
+    shared, per_window = build_model(config), build_model(small("line_cnn", shared_cnn=False))
+    counts = {}
+    for name, model in (("shared", shared), ("per_window", per_window)):
+        seen = []
+        hook = model.window_cnn.conv[0].register_forward_hook(lambda m, i, o: seen.append(i[0].numel()))
+        with torch.no_grad():
+            model(torch.rand(1, 1, 16, 400))
+        hook.remove()
+        counts[name] = seen[0]
+    assert counts["per_window"] / counts["shared"] == pytest.approx(97 * 16 / 400, rel=1e-6)
+
+
+@pytest.mark.parametrize(("width", "stride", "channels"), [(16, 3, (4, 8)), (16, 8, (4, 8)), (12, 8, (4, 8, 8)), (10, 4, (4, 8))])
+def test_shared_cnn_geometry_errors(width: int, stride: int, channels: tuple) -> None:
+    with pytest.raises(ValueError, match="shared_cnn"):
+        small("line_cnn", window_width=width, window_stride=stride, cnn_channels=channels, height=32)
+    small("line_cnn", window_width=width, window_stride=stride, cnn_channels=channels, height=32, shared_cnn=False)
 
 
 def test_windows_are_the_image_columns(model: LineCNN) -> None:
@@ -200,10 +243,11 @@ def test_blocks_are_residual_and_keep_shape() -> None:
             torch.testing.assert_close(y, x + block.branch(x, lengths))
 
 
-def test_padding_never_reaches_valid_frames() -> None:
+@pytest.mark.parametrize("shared", [True, False])
+def test_padding_never_reaches_valid_frames(shared: bool) -> None:
     """A line decodes the same alone and padded inside a batch with a wider line."""
     torch.manual_seed(0)
-    model = build_model(small("crnn", conv_blocks=2, lstm_layers=1)).eval()
+    model = build_model(small("crnn", conv_blocks=2, lstm_layers=1, shared_cnn=shared)).eval()
     short, wide = torch.rand(1, 1, 16, 60), torch.rand(1, 1, 16, 200)
     batch = torch.zeros(2, 1, 16, 200)
     batch[0, :, :, :60], batch[1] = short[0], wide[0]
@@ -252,7 +296,14 @@ def test_from_dict_unknown_key() -> None:
 
 
 def test_from_dict_partial_uses_defaults() -> None:
-    assert ModelConfig.from_dict({"kind": "line_cnn"}) == ModelConfig(kind="line_cnn")
+    assert ModelConfig.from_dict({"kind": "line_cnn", "shared_cnn": True}) == ModelConfig(kind="line_cnn")
+
+
+def test_from_dict_without_shared_cnn_is_an_old_per_window_checkpoint() -> None:
+    # checkpoints written before shared_cnn existed hold per-window CNN weights
+    data = ModelConfig().to_dict()
+    del data["shared_cnn"]
+    assert ModelConfig.from_dict(data) == ModelConfig(shared_cnn=False)
 
 
 @pytest.mark.parametrize(
@@ -284,3 +335,34 @@ def test_config_validation(overrides: dict, match: str) -> None:
 def test_config_is_frozen() -> None:
     with pytest.raises(AttributeError):
         ModelConfig().height = 32  # type: ignore[misc]
+
+
+def test_lstm_block_equals_a_packed_bidirectional_lstm() -> None:
+    # the two one-way LSTMs reproduce PyTorch's packed BiLSTM, and load its weights (older checkpoints)
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    torch.manual_seed(0)
+    bi = torch.nn.LSTM(16, 8, batch_first=True, bidirectional=True)
+    block = LSTMBlock(16, 8, 0.0).eval()
+    old_state = {f"lstm.{k}": v for k, v in bi.state_dict().items()}
+    old_state.update({k: v for k, v in block.state_dict().items() if "lstm" not in k})
+    block.load_state_dict(old_state)
+    torch.testing.assert_close(block.backward_lstm.weight_hh_l0, bi.weight_hh_l0_reverse)
+    x, lengths = torch.randn(3, 11, 16), torch.tensor([11, 4, 7])
+    with torch.no_grad():
+        ours = block.branch(x, lengths)
+        normed = block.norm(x)
+        packed, _ = bi(pack_padded_sequence(normed, lengths, batch_first=True, enforce_sorted=False))
+        theirs, _ = pad_packed_sequence(packed, batch_first=True, total_length=11)
+        theirs = block.project(theirs)
+    for b, n in enumerate(lengths.tolist()):
+        torch.testing.assert_close(ours[b, :n], theirs[b, :n], atol=1e-6, rtol=1e-5)
+
+
+def test_reverse_within_keeps_padding_in_place() -> None:
+    from text_recognizer.models.blocks import reverse_within
+
+    x = torch.arange(10.0).view(2, 5, 1)
+    out = reverse_within(x, torch.tensor([3, 5]))
+    assert out[:, :, 0].tolist() == [[2, 1, 0, 3, 4], [9, 8, 7, 6, 5]]
+    assert torch.equal(reverse_within(out, torch.tensor([3, 5])), x)

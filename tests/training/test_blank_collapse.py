@@ -19,7 +19,7 @@ def test_blank_share():
 
 
 def test_advice_names_the_runs_own_settings():
-    config = tiny_config("unused", model={"window_stride": 8}, optim={"lr": 0.0, "optimizer": "adam"})
+    config = tiny_config("unused", model={"window_stride": 8, "shared_cnn": False}, optim={"lr": 0.0, "optimizer": "adam"})
     text = collapse_advice(config, 3, 120, 1.0, 1.4)
     assert "3 epochs" in text and "120 steps" in text
     assert "--lr is 0.0" in text and "--optimizer rmsprop" in text

@@ -59,7 +59,7 @@ def test_trace_names_the_first_non_finite_gradient(run):
     # An infinite LSTM input weight saturates the gates: every forward output stays finite, the loss
     # too, but the LSTM's backward sends non-finite gradients to everything before it. In backward
     # order the first parameter to receive one is the LayerNorm right in front of the LSTM.
-    result = replay(dump, checkpoint=str(_corrupted_checkpoint(run_dir, "encoder.blocks.lstm1.lstm.weight_ih_l0", float("inf"))), trace=True)
+    result = replay(dump, checkpoint=str(_corrupted_checkpoint(run_dir, "encoder.blocks.lstm1.forward_lstm.weight_ih_l0", float("inf"))), trace=True)
     assert result.first_nonfinite_module == "" and torch.isfinite(torch.tensor(result.loss))
     assert result.step_is_bad and not result.reproduced  # a different failure than the dumped one (NaN loss)
     assert result.first_nonfinite_grad == "encoder.blocks.lstm1.norm.weight"

@@ -3,15 +3,18 @@ as ``wandb agent`` expands it (W&B's own helpers) trains for a couple of steps."
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 import yaml
 
+from text_recognizer.models.config import ModelConfig
 from training.run_experiment import build_parser, main
 
 pytest.importorskip("wandb")
@@ -105,3 +108,14 @@ def test_trial_as_a_subprocess(tmp_path):
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads((tmp_path / "trial" / "summary.json").read_text())["steps"] == 2
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.stem)
+def test_every_listed_model_setting_is_a_valid_model(path):
+    # a grid trial that fails on start-up wastes an agent: every combination of listed model values builds
+    sweep = yaml.safe_load(path.read_text())
+    model_fields = {f.name for f in fields(ModelConfig)}
+    options = {name.replace("-", "_"): spec.get("values", [spec.get("value")])
+               for name, spec in sweep["parameters"].items() if name.replace("-", "_") in model_fields}
+    for combination in itertools.product(*options.values()):
+        ModelConfig(**dict(zip(options, combination)))

@@ -7,7 +7,7 @@ block's output: ``text_recognizer.ctc.interctc``) and stochastic depth (skip ``g
 
 Padding: in a batch, lines shorter than the widest are padded. Every block takes the valid frame
 counts ``lengths`` (``(B,)``) and never lets padded frames reach valid ones (conv inputs are
-zeroed past each length, the BiLSTM runs on packed sequences), so a line decodes the same alone
+zeroed past each length, the BiLSTM reads each line within its own length), so a line decodes the same alone
 or in any batch.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from text_recognizer.models.config import ModelConfig
 from text_recognizer.models.stochastic_depth import residual
@@ -42,24 +41,51 @@ class ConvBlock(nn.Module):
 
 
 class LSTMBlock(nn.Module):
-    """Residual BiLSTM: context across the whole line, projected back to the block width."""
+    """Residual BiLSTM: context across the whole line, projected back to the block width.
+
+    The two directions are two one-way LSTMs over the padded batch. The forward one reads each
+    line from its start, so padding (at the end) never reaches a valid frame; the backward one
+    reads each line reversed *within its own length* (``reverse_within``), so it also starts at
+    the line's last valid frame. That equals a packed BiLSTM exactly and runs ~5x faster on the CPU,
+    where PyTorch's packed LSTM with unequal lengths falls back to one small op per time step.
+    """
 
     def __init__(self, dim: int, hidden: int, dropout: float, drop_prob: float = 0.0):
         super().__init__()
         self.drop_prob = drop_prob  # stochastic depth (a fixed hyper-parameter, not state)
         self.norm = nn.LayerNorm(dim)
-        self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
+        self.forward_lstm = nn.LSTM(dim, hidden, batch_first=True)
+        self.backward_lstm = nn.LSTM(dim, hidden, batch_first=True)
         self.project = nn.Linear(2 * hidden, dim)
         self.dropout = nn.Dropout(dropout)
+        self._register_load_state_dict_pre_hook(_split_bidirectional_lstm)
 
     def branch(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        packed = pack_padded_sequence(self.norm(x), lengths.cpu(), batch_first=True, enforce_sorted=False)
-        y, _ = self.lstm(packed)
-        y, _ = pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])  # (B, T, 2*hidden), 0 past lengths
-        return self.dropout(self.project(y))  # (B, T, D)
+        y = self.norm(x)  # (B, T, D); frames past a length never reach valid ones (see the class docstring)
+        ahead, _ = self.forward_lstm(y)  # (B, T, hidden)
+        behind, _ = self.backward_lstm(reverse_within(y, lengths))  # (B, T, hidden), line read last frame first
+        both = torch.cat([ahead, reverse_within(behind, lengths)], dim=-1)  # (B, T, 2*hidden)
+        both = torch.where(frame_mask(lengths, x.shape[1], x.device) > 0, both, 0.0)  # padded frames output 0, as a packed LSTM
+        return self.dropout(self.project(both))  # (B, T, D)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return residual(x, lambda: self.branch(x, lengths), self.drop_prob, self.training)  # (B, T, D)
+
+
+def reverse_within(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse each sequence's first ``lengths[b]`` frames of ``(B, T, D)``; padding stays in place."""
+    steps = torch.arange(x.shape[1], device=x.device)[None, :]  # (1, T)
+    valid = lengths.to(x.device)[:, None]  # (B, 1)
+    index = torch.where(steps < valid, valid - 1 - steps, steps)  # (B, T)
+    return x.gather(1, index[:, :, None].expand_as(x))  # (B, T, D)
+
+
+def _split_bidirectional_lstm(state_dict: dict, prefix: str, *args) -> None:
+    """Load checkpoints whose block held one bidirectional ``lstm``: its two directions become ours."""
+    for key in [k for k in state_dict if k.startswith(prefix + "lstm.")]:
+        name = key[len(prefix + "lstm.") :]
+        target = "backward_lstm." + name.removesuffix("_reverse") if name.endswith("_reverse") else "forward_lstm." + name
+        state_dict[prefix + target] = state_dict.pop(key)
 
 
 class Encoder(nn.Module):

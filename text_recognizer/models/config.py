@@ -18,7 +18,8 @@ class ModelConfig:
     height: int = field(default=48, metadata={"help": "input line height in pixels (the stem resizes to it)"})
     window_width: int = field(default=16, metadata={"help": "sliding-window width w in pixels"})
     window_stride: int = field(default=4, metadata={"help": "sliding-window stride s in pixels: T = (W - w) // s + 1"})
-    cnn_channels: tuple[int, ...] = field(default=(16, 32, 64), metadata={"help": "channels of the window CNN's conv stages (each halves H and w)"})
+    shared_cnn: bool = field(default=True, metadata={"help": "run the conv stages once over the whole line and slide the window over their feature map (no recomputation of overlapping windows: ~4x less CNN work at w=16, s=4); false: one CNN per pixel window"})
+    cnn_channels: tuple[int, ...] = field(default=(16, 32, 64), metadata={"help": "channels of the window CNN's conv stages (each halves the height; with --shared-cnn the first log2(s) also halve the width, otherwise each halves the window width)"})
     feature_dim: int = field(default=256, metadata={"help": "width of the per-window feature vector and of the encoder"})
     conv_blocks: int = field(default=2, metadata={"help": "residual temporal-conv blocks over the window sequence"})
     conv_kernel: int = field(default=5, metadata={"help": "kernel size of the temporal-conv blocks (odd)"})
@@ -52,6 +53,13 @@ class ModelConfig:
                 raise ValueError(f"invalid model setting {name}={getattr(self, name)!r}")
         if self.height < 2 ** len(self.cnn_channels):
             raise ValueError(f"height {self.height} is too small for {len(self.cnn_channels)} pooling stages")
+        if self.shared_cnn:
+            s, w, stages = self.window_stride, self.window_width, len(self.cnn_channels)
+            if s & (s - 1) or s > 2**stages or w % s:
+                raise ValueError(
+                    f"shared_cnn needs a window stride that is a power of two up to 2**{stages} (one per conv stage) "
+                    f"and divides the window width; got w={w}, s={s} (or use --shared-cnn false)"
+                )
         self.stochastic_depth_probs()  # validates the stochastic-depth settings against the block count
 
     @property
@@ -76,6 +84,8 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
+        data = dict(data)
+        data.setdefault("shared_cnn", False)  # checkpoints made before the shared CNN existed used per-window CNNs
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

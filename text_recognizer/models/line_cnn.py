@@ -1,8 +1,18 @@
-"""The sliding-window CNN: the line is cut into overlapping windows and one CNN reads each.
+"""The sliding-window CNN: the line is read through overlapping windows, one output frame each.
 
 With window width ``w`` and stride ``s`` an image of width ``W`` gives
 ``T = (W - w) // s + 1`` windows (images narrower than ``w`` are padded to ``w``: one window).
 Each window becomes one output frame, so ``T`` is also the CTC input length.
+
+Two ways to compute the window features (``ModelConfig.shared_cnn``):
+
+- per-window (``WindowCNN``): ``Tensor.unfold`` cuts the *pixels* into ``(1, H, w)`` windows and
+  one small CNN reads each. Overlapping windows are recomputed: with ``w=16, s=4`` every pixel goes
+  through the CNN four times.
+- shared (``SharedWindowCNN``, the default): the conv stages run once over the whole line, pooling
+  the width by ``s`` in total, and ``Tensor.unfold`` cuts their *feature map* into windows of
+  ``w / s`` columns at stride 1. Same frame count and window geometry, a quarter of the CNN work,
+  and each window also sees a little context around it through the convolutions' receptive field.
 """
 
 from __future__ import annotations
@@ -62,6 +72,53 @@ class WindowCNN(nn.Module):
         return F.relu(self.project(features.flatten(1)))  # (N, feature_dim)
 
 
+class SharedWindowCNN(nn.Module):
+    """Conv stages over the whole line, then one linear map per window of the feature map.
+
+    Stage ``i`` is conv3x3 + batch norm + ReLU + max-pool; every stage halves the height, the first
+    ``log2(s)`` also halve the width, so the feature map has one column per ``s`` pixels and a
+    window of ``w`` pixels is ``w / s`` columns. Columns past a line's own width are zeroed after
+    every stage, so a line gets the same features alone as padded in a batch (the convolutions see
+    the zeros their own padding would give).
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        width_pools = config.window_stride.bit_length() - 1  # log2(s)
+        self.width_factors = [2 if i < width_pools else 1 for i in range(len(config.cnn_channels))]
+        stages = []
+        in_channels = 1
+        for out_channels, width_factor in zip(config.cnn_channels, self.width_factors):
+            stages += [
+                nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d((2, width_factor)),
+            ]
+            in_channels = out_channels
+        self.conv = nn.Sequential(*stages)
+        self.window_columns = config.window_width // config.window_stride
+        flat = in_channels * (config.height // 2 ** len(config.cnn_channels)) * self.window_columns
+        self.project = nn.Linear(flat, config.feature_dim)
+
+    def forward(self, images: torch.Tensor, widths: torch.Tensor) -> torch.Tensor:
+        """``(B, 1, H, W)`` images (zero past each width) and ``(B,)`` widths -> ``(B, T, D)`` features."""
+        x = images  # (B, 1, H, W)
+        for i, width_factor in enumerate(self.width_factors):
+            x = self.conv[4 * i : 4 * i + 4](x)  # (B, c_i, H / 2^(i+1), W_i)
+            widths = widths // width_factor
+            x = x * column_mask(widths, x.shape[-1], x.device)  # zero past each line's columns
+        windows = x.unfold(3, self.window_columns, 1)  # (B, c, H', T, w/s)
+        windows = windows.permute(0, 3, 1, 2, 4).flatten(2)  # (B, T, c * H' * w/s)
+        return F.relu(self.project(windows))  # (B, T, D)
+
+
+def column_mask(widths: torch.Tensor, columns: int, device: torch.device) -> torch.Tensor:
+    """``(B, 1, 1, columns)`` float mask: 1 for the first ``widths[b]`` columns, 0 after."""
+    steps = torch.arange(columns, device=device)
+    return (steps[None, :] < widths.to(device)[:, None]).float()[:, None, None, :]  # (B, 1, 1, columns)
+
+
 class LineCNN(nn.Module):
     """Window CNN + residual temporal-conv blocks + linear head: logits ``(B, T, C)``.
 
@@ -72,7 +129,7 @@ class LineCNN(nn.Module):
         super().__init__()
         self.config = config
         self.geometry = WindowGeometry(config.window_width, config.window_stride)
-        self.window_cnn = WindowCNN(config)
+        self.window_cnn = SharedWindowCNN(config) if config.shared_cnn else WindowCNN(config)
         self.encoder = Encoder(config)
         self.head_dropout = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.feature_dim, config.num_classes)
@@ -93,9 +150,25 @@ class LineCNN(nn.Module):
         patches = images.unfold(3, w, self.geometry.stride)  # (B, 1, H, T, w)
         return patches.permute(0, 3, 1, 2, 4)  # (B, T, 1, H, w)
 
-    def features(self, images: torch.Tensor) -> torch.Tensor:
-        """Per-window features ``(B, T, D)`` before the encoder blocks."""
-        windows = self.windows(images)  # (B, T, 1, H, w)
+    def features(self, images: torch.Tensor, widths: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-window features ``(B, T, D)`` before the encoder blocks (``widths``: unpadded image widths).
+
+        Pixels past a line's width are zeroed first, so whatever fills a padded batch never
+        reaches a line's frames.
+        """
+        windows = self.windows(images)  # (B, T, 1, H, w): validates the shape; a view, nothing computed
+        if widths is not None:
+            images = images * column_mask(widths.cpu(), images.shape[-1], images.device)  # (B, 1, H, W)
+            windows = self.windows(images)
+        if self.config.shared_cnn:
+            if images.shape[3] < self.geometry.width:
+                images = F.pad(images, (0, self.geometry.width - images.shape[3]))  # (B, 1, H, w)
+            if widths is None:
+                widths = torch.full((images.shape[0],), images.shape[-1], dtype=torch.int64)
+            widths = widths.cpu().clamp(min=self.geometry.width, max=images.shape[-1])  # narrow lines pad to w
+            features = self.window_cnn(images, widths)  # (B, T, D)
+            assert features.shape[1] == windows.shape[1], "shared CNN and window geometry disagree"
+            return features
         b, t = windows.shape[:2]
         flat = windows.reshape(b * t, *windows.shape[2:])  # (B*T, 1, H, w)
         return self.window_cnn(flat).view(b, t, -1)  # (B, T, D)
@@ -111,6 +184,6 @@ class LineCNN(nn.Module):
     def forward(self, images: torch.Tensor, widths: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``(B, T, C)``; ``widths`` (``(B,)``) are the unpadded image widths of a padded batch."""
         lengths = self.frame_lengths(images, widths)  # (B,)
-        x = self.features(images)  # (B, 1, H, W) -> (B, T, D)
+        x = self.features(images, widths)  # (B, 1, H, W) -> (B, T, D)
         x = self.encoder(x, lengths)  # (B, T, D)
         return self.head(self.head_dropout(x))  # (B, T, C)

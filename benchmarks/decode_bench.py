@@ -1,0 +1,91 @@
+"""Single-line decode time on the CPU: a checkpoint against the per-window CNN of the same shape.
+
+    python benchmarks/decode_bench.py [--checkpoint PATH] [--threads 2] [--repeats 20] [--widths 1638 1000 600]
+
+For each line width (the lines are 64 px high, as IAM's, so the stem resizes them to the model's
+height) it times ``LineRecognizer.predict`` end to end (stem, model, greedy decoding) on one line,
+after two warm-up calls, and prints the median. The baseline is the same architecture with
+``shared_cnn=False`` (one CNN per pixel window: overlapping windows recomputed), measured in the
+same run with the same weights layout and random weights: decode time does not depend on what the
+weights learned. Default checkpoint: the bundled model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from text_recognizer.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from text_recognizer.models import ModelConfig, build_model  # noqa: E402
+from text_recognizer.recognizer import LineRecognizer, default_checkpoint  # noqa: E402
+
+
+def line_image(width: int, seed: int = 0) -> Image.Image:
+    """A 64-px-high grey line with dark strokes (content does not change the decode time)."""
+    rng = np.random.default_rng(seed)
+    pixels = np.full((64, width), 235, np.uint8)
+    for x in range(0, width - 12, 9):
+        top = int(rng.integers(12, 30))
+        pixels[top : top + int(rng.integers(14, 30)), x : x + 3] = 30
+    return Image.fromarray(pixels, "L")
+
+
+def median_ms(recognizer: LineRecognizer, image: Image.Image, repeats: int) -> float:
+    for _ in range(2):
+        recognizer.predict([image])
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        recognizer.predict([image])
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def per_window_twin(path: Path, directory: Path) -> Path:
+    """A checkpoint with the same architecture but ``shared_cnn=False`` and random weights."""
+    payload = load_checkpoint(path, map_location="cpu")
+    config = ModelConfig.from_dict({**payload["model_config"], "shared_cnn": False})
+    torch.manual_seed(0)
+    twin = {**payload, "model_config": config.to_dict(), "model_state": build_model(config).state_dict()}
+    out = directory / "per_window.pt"
+    save_checkpoint(twin, out)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", type=Path, default=None, help="model to time (default: the bundled model)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per width")
+    parser.add_argument("--widths", type=int, nargs="+", default=[1638, 1000, 600], help="line widths at 64 px high")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    path = args.checkpoint or default_checkpoint()
+    model = LineRecognizer(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline = LineRecognizer(per_window_twin(path, Path(tmp))) if model.config.shared_cnn else None
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {path} "
+              f"(height {model.config.height}, shared_cnn={model.config.shared_cnn})")
+        print(f"{'width@64px':>10} {'model ms':>9} {'per-window ms':>14} {'ratio':>6}")
+        for width in args.widths:
+            image = line_image(width)
+            ours = median_ms(model, image, args.repeats)
+            if baseline is None:
+                print(f"{width:>10} {ours:>9.1f} {'-':>14} {'-':>6}")
+                continue
+            theirs = median_ms(baseline, image, args.repeats)
+            print(f"{width:>10} {ours:>9.1f} {theirs:>14.1f} {theirs / ours:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
