@@ -62,20 +62,27 @@ class Run:
                 return record["step"] / record["epoch"]
         return None
 
-    def val_curve(self) -> tuple[list[float], list[float], str]:
-        """(x, val CER, x label): fractional epochs where the epoch length is known, else steps."""
+    def val_curve(self, x: str = "epoch") -> tuple[list[float], list[float], str]:
+        """(x, val CER, x label): fractional epochs where the epoch length is known, else steps;
+        with ``x="minutes"`` the run's elapsed wall-clock minutes (training + validation)."""
+        if x == "minutes":
+            rows = [r for r in self.val if "elapsed_minutes" in r]
+            return [r["elapsed_minutes"] for r in rows], [r["val_cer"] for r in rows], "minutes since the run started"
         per_epoch = self.steps_per_epoch()
         xs = [r["step"] / per_epoch if per_epoch else r["step"] for r in self.val]
         return xs, [r["val_cer"] for r in self.val], "epoch" if per_epoch else "step"
 
-    def train_curve(self, window: int = 10) -> tuple[list[float], list[float]]:
+    def train_curve(self, window: int = 10, x: str = "epoch") -> tuple[list[float], list[float]]:
         per_epoch = self.steps_per_epoch()
-        losses = [r["loss"] for r in self.train]
+        train = [r for r in self.train if "elapsed_minutes" in r] if x == "minutes" else self.train
+        losses = [r["loss"] for r in train]
         smoothed = []
         for i in range(len(losses)):
             chunk = [v for v in losses[max(0, i - window + 1) : i + 1] if math.isfinite(v)]
             smoothed.append(sum(chunk) / len(chunk) if chunk else float("nan"))
-        return [r["step"] / per_epoch if per_epoch else r["step"] for r in self.train], smoothed
+        if x == "minutes":
+            return [r["elapsed_minutes"] for r in train], smoothed
+        return [r["step"] / per_epoch if per_epoch else r["step"] for r in train], smoothed
 
 
 def flatten(config: dict, prefix: str = "") -> dict:
@@ -203,8 +210,9 @@ def sort_runs(runs: list[Run]) -> list[Run]:
     return sorted(runs, key=lambda r: (r.best_cer is None, r.best_cer if r.best_cer is not None else 0.0, r.name))
 
 
-def plot_runs(runs: list[Run], path: str | Path, title: str = "") -> Path:
-    """Validation CER per epoch (left) and smoothed training loss (right) of every run, as a PNG."""
+def plot_runs(runs: list[Run], path: str | Path, title: str = "", x: str = "epoch") -> Path:
+    """Validation CER (left) and smoothed training loss (right) of every run against epochs or
+    minutes (``x``), as a PNG. Runs logged before ``elapsed_minutes`` existed have no minutes curve."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -213,10 +221,10 @@ def plot_runs(runs: list[Run], path: str | Path, title: str = "") -> Path:
     fig, (ax_cer, ax_loss) = plt.subplots(1, 2, figsize=(12, 4.5))
     x_label = "epoch"
     for run in runs:
-        xs, cers, x_label = run.val_curve()
+        xs, cers, x_label = run.val_curve(x)
         label = f"{run.name} (best {run.best_cer:.3f})" if run.best_cer is not None else run.name
         (line,) = ax_cer.plot(xs, cers, marker="o", markersize=3, label=label)
-        tx, losses = run.train_curve()
+        tx, losses = run.train_curve(x=x)
         ax_loss.plot(tx, losses, color=line.get_color(), label=run.name, linewidth=1)
     ax_cer.set(xlabel=x_label, ylabel="validation CER", title="validation CER (lower is better)")
     ax_loss.set(xlabel=x_label, ylabel="train loss (moving average of 10 steps)", title="training loss")
@@ -244,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plot", default="compare_runs.png", help="where to write the PNG plot")
     parser.add_argument("--no-plot", action="store_true", help="do not write a plot")
     parser.add_argument("--title", default="", help="plot title")
+    parser.add_argument("--x", choices=("epoch", "minutes"), default="epoch", help="plot against epochs or wall-clock minutes since each run started")
     return parser
 
 
@@ -263,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = sort_runs(runs)
     print(format_table(*table_rows(runs), style=args.format))
     if not args.no_plot:
-        path = plot_runs(runs, args.plot, args.title)
+        path = plot_runs(runs, args.plot, args.title, args.x)
         print(f"plot: {path}")
     return 0
 

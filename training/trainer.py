@@ -455,7 +455,8 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
                     state.elapsed = time.monotonic() - start_time
                     loss_value = float(loss.detach())
                     metrics = {"epoch": state.epoch + 1, "loss": loss_value, "lr": scheduler.get_last_lr()[0],
-                               "grad_norm": float(grad_norm), "lines_per_sec": len(batch.texts) / max(seconds, 1e-9)}
+                               "grad_norm": float(grad_norm), "lines_per_sec": len(batch.texts) / max(seconds, 1e-9),
+                               "elapsed_minutes": state.elapsed / 60}
                     if "interctc" in info:
                         metrics["final_loss"] = info["final_loss"]
                         metrics.update({f"{interctc_names[k]}_loss": v for k, v in info["interctc"].items()})
@@ -485,7 +486,8 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
             samples = [{"reference": r, "prediction": p, "cer": line_cer(r, p), **({"image": sample_images[i]} if i < len(sample_images) else {})}
                        for i, (r, p) in enumerate(list(zip(last_val.references, last_val.predictions))[:max(16, len(sample_images))])]
             for logger in loggers:
-                logger.log_val(state.epoch, state.step, {**last_val.metrics(), "best_val_cer": state.best_cer}, samples)
+                logger.log_val(state.epoch, state.step, {**last_val.metrics(), "best_val_cer": state.best_cer,
+                                                         "elapsed_minutes": state.elapsed / 60}, samples)
             print(f"epoch {state.epoch:3d} step {state.step:6d} | train loss {loss_value:.3f} | val loss {last_val.loss:.3f} "
                   f"cer {last_val.cer:.4f} wer {last_val.wer:.4f} | best {state.best_cer:.4f} | {state.elapsed / 60:.1f} min")
             _watch_blank_collapse(config, state, last_val, model, val_set, loggers)

@@ -79,3 +79,17 @@ def test_real_runs_trained_with_wandb_off(tmp_path, capsys):
     assert cr.main([str(tmp_path / "logs"), "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
     assert "optimizer" in out.splitlines()[0] and "done" in out and plot.exists()
+
+
+def test_curves_against_minutes_from_a_real_run(tmp_path, capsys):
+    # the trainer logs elapsed minutes with every train and val row: the CER-vs-time curve of a run
+    fit(tiny_config(tmp_path / "logs" / "timed", optim={"max_steps": 3, "max_epochs": 2, "batch_size": 8}))
+    run = cr.load_run(tmp_path / "logs" / "timed")
+    xs, cers, label = run.val_curve("minutes")
+    assert label.startswith("minutes") and len(xs) == len(cers) == len(run.val) >= 1 and 0 < xs[0] < 5
+    assert xs == sorted(xs)
+    tx, _ = run.train_curve(x="minutes")
+    assert len(tx) == 3 and tx == sorted(tx) and tx[-1] <= xs[-1]
+    plot = tmp_path / "minutes.png"
+    assert cr.main([str(tmp_path / "logs"), "--x", "minutes", "--plot", str(plot)]) == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
