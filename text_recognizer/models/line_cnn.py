@@ -156,10 +156,9 @@ class LineCNN(nn.Module):
         Pixels past a line's width are zeroed first, so whatever fills a padded batch never
         reaches a line's frames.
         """
-        windows = self.windows(images)  # (B, T, 1, H, w): validates the shape; a view, nothing computed
+        frames = self.windows(images).shape[1]  # validates the shape (a view, nothing computed)
         if widths is not None:
             images = images * column_mask(widths.cpu(), images.shape[-1], images.device)  # (B, 1, H, W)
-            windows = self.windows(images)
         if self.config.shared_cnn:
             if images.shape[3] < self.geometry.width:
                 images = F.pad(images, (0, self.geometry.width - images.shape[3]))  # (B, 1, H, w)
@@ -167,8 +166,9 @@ class LineCNN(nn.Module):
                 widths = torch.full((images.shape[0],), images.shape[-1], dtype=torch.int64)
             widths = widths.cpu().clamp(min=self.geometry.width, max=images.shape[-1])  # narrow lines pad to w
             features = self.window_cnn(images, widths)  # (B, T, D)
-            assert features.shape[1] == windows.shape[1], "shared CNN and window geometry disagree"
+            assert features.shape[1] == frames, "shared CNN and window geometry disagree"
             return features
+        windows = self.windows(images)  # (B, T, 1, H, w)
         b, t = windows.shape[:2]
         flat = windows.reshape(b * t, *windows.shape[2:])  # (B*T, 1, H, w)
         return self.window_cnn(flat).view(b, t, -1)  # (B, T, D)
