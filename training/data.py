@@ -108,8 +108,8 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
     train_parts: list[Dataset] = []
     if folder_train is not None:
         if config.augment:
-            folder_train = MappedLines(folder_train, build_augmentation(AugmentConfig()))
-            descriptions[-1] += " (augmented)"
+            folder_train = MappedLines(folder_train, build_augmentation(AugmentConfig(apply_p=config.augment_p)))
+            descriptions[-1] += " (augmented)" if config.augment_p >= 1 else f" ({config.augment_p:.0%} augmented)"
         train_parts.append(folder_train)
     if SYNTHETIC in config.data:
         train_parts.append(SyntheticLines(config.synthetic_train_lines, seed=seed, height=model.height))

@@ -8,6 +8,7 @@ with exactly the batches, random state and optimiser state it would have had.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -34,6 +35,7 @@ from training.config import ExperimentConfig
 from training.data import build_datasets
 from training.guard import COLLAPSE_SHARE, NonFiniteGuard, blank_share, collapse_advice
 from training.loggers import JsonlLogger, Logger
+from training.batching import bucketed_order, line_aspects
 from training.sortagrad import label_lengths
 
 LOG_ROOT = Path(__file__).parent / "logs"
@@ -55,14 +57,18 @@ def resolve_device(name: str) -> torch.device:
 class EpochSampler(Sampler[int]):
     """Shuffled indices whose order depends only on (seed, epoch); can start mid-epoch.
 
-    With ``sortagrad_lengths`` (label length per item) epoch 0 runs from short labels to long ones
-    (SortaGrad; ties keep their shuffled order), later epochs are shuffled.
+    With ``sortagrad_lengths`` (a length per item: image width, else label length) epoch 0 runs
+    from short lines to long ones (SortaGrad; ties keep their shuffled order). With ``widths``
+    the other epochs are width-bucketed (``training/batching.py``: batches of similar widths, in
+    random order), else plainly shuffled.
     """
 
-    def __init__(self, size: int, seed: int, shuffle: bool = True, sortagrad_lengths: list[int] | None = None):
+    def __init__(self, size: int, seed: int, shuffle: bool = True, sortagrad_lengths: list[int] | list[float] | None = None,
+                 widths: list[float] | None = None, batch_size: int = 1, chunk_batches: int = 0):
         self.size, self.seed, self.shuffle = size, seed, shuffle
         self.epoch, self.skip = 0, 0
         self.lengths = sortagrad_lengths
+        self.widths, self.batch_size, self.chunk_batches = widths, batch_size, chunk_batches
 
     def set_epoch(self, epoch: int, skip: int = 0) -> None:
         self.epoch, self.skip = epoch, skip
@@ -73,6 +79,8 @@ class EpochSampler(Sampler[int]):
             order = torch.randperm(self.size, generator=generator).tolist()
             if self.epoch == 0 and self.lengths is not None:
                 order.sort(key=self.lengths.__getitem__)  # stable: ties keep their shuffled order
+            elif self.widths is not None and self.chunk_batches:
+                order = bucketed_order(order, self.widths, self.batch_size, self.chunk_batches, generator)
         else:
             order = list(range(self.size))
         return iter(order[self.skip :])
@@ -177,6 +185,13 @@ class EvalResult:
 
     def metrics(self) -> dict:
         return {"val_loss": self.loss, "val_cer": self.cer, "val_wer": self.wer, "val_n": self.n, **self.extra}
+
+    def in_dataset_order(self, order: list[int]) -> EvalResult:
+        """The per-line lists put back in dataset order, for a loader that visited items in ``order``."""
+        back = sorted(range(len(order)), key=order.__getitem__)
+        return dataclasses.replace(self, references=[self.references[i] for i in back],
+                                   predictions=[self.predictions[i] for i in back],
+                                   confidences=[self.confidences[i] for i in back])
 
 
 @torch.no_grad()
@@ -342,10 +357,16 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     model = build_model(config.model).to(device)
     optimizer = make_optimizer(model, config)
     bs = config.optim.batch_size
-    lengths = label_lengths(datasets.train) if config.optim.sortagrad and not config.run.overfit_batches else None
-    if config.optim.sortagrad and not config.run.overfit_batches and lengths is None:
-        print("note: --sortagrad: the label lengths of this training set cannot be read cheaply; the first epoch is shuffled")
-    sampler = EpochSampler(len(datasets.train), config.run.seed, shuffle=config.run.overfit_batches == 0, sortagrad_lengths=lengths)
+    widths = line_aspects(datasets.train) if config.data.bucket_batches and not config.run.overfit_batches else None
+    lengths = None
+    if config.optim.sortagrad and not config.run.overfit_batches:
+        lengths = widths or line_aspects(datasets.train) or label_lengths(datasets.train)
+        if lengths is None:
+            print("note: --sortagrad: the line lengths of this training set cannot be read cheaply; the first epoch is shuffled")
+    if config.data.bucket_batches and not config.run.overfit_batches and widths is None:
+        print("note: --bucket-batches: the image widths of this training set are unknown until drawn (synthetic lines); batches are plainly shuffled")
+    sampler = EpochSampler(len(datasets.train), config.run.seed, shuffle=config.run.overfit_batches == 0, sortagrad_lengths=lengths,
+                           widths=widths, batch_size=bs, chunk_batches=config.data.bucket_batches)
     train_set = datasets.train
     val_set = datasets.val
     if config.run.overfit_batches:
@@ -358,7 +379,10 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     loader_args = {"collate_fn": collate_lines, "num_workers": config.data.num_workers, "persistent_workers": False,
                    "generator": torch.Generator().manual_seed(config.run.seed)}
     train_loader = DataLoader(train_set, batch_size=bs, sampler=sampler, drop_last=False, **loader_args)
-    val_loader = DataLoader(val_set, batch_size=max(bs, 32), shuffle=False, **loader_args)
+    # Validation visits lines by width (less padding); results are put back in dataset order.
+    val_widths = line_aspects(val_set) if config.data.bucket_batches and not config.run.overfit_batches else None
+    val_order = sorted(range(len(val_set)), key=val_widths.__getitem__) if val_widths else list(range(len(val_set)))
+    val_loader = DataLoader(val_set, batch_size=max(bs, 32), sampler=val_order, **loader_args)
     steps_per_epoch = math.ceil(len(train_set) / bs)
     planned = config.optim.max_steps or steps_per_epoch * config.optim.max_epochs
     state = TrainState()
@@ -476,7 +500,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
             if epoch_done:
                 state.epoch += 1
                 state.batch_in_epoch = 0
-            last_val = evaluate(model, val_loader, codec, device, config.run.loss, ctc_impl, interctc)
+            last_val = evaluate(model, val_loader, codec, device, config.run.loss, ctc_impl, interctc).in_dataset_order(val_order)
             state.elapsed = time.monotonic() - start_time
             improved = last_val.cer < state.best_cer
             if improved:

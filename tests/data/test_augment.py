@@ -68,6 +68,18 @@ def test_off_is_identity_and_any_mode_is_accepted() -> None:
         augment(np.zeros((4, 4)))
 
 
+def test_apply_p_shows_a_share_of_lines_clean() -> None:
+    source = _line()
+    clean = np.asarray(source)
+    never = build_augmentation(AugmentConfig(apply_p=0.0), torch.Generator().manual_seed(0))
+    assert all(np.array_equal(np.asarray(never(source)), clean) for _ in range(5))
+    half = build_augmentation(AugmentConfig(apply_p=0.5), torch.Generator().manual_seed(0))
+    unchanged = sum(np.array_equal(np.asarray(out), clean) for out in (half(source) for _ in range(40)))
+    assert 8 <= unchanged <= 32  # about half, and never all or none
+    with pytest.raises(ValueError, match="apply_p"):
+        AugmentConfig(apply_p=1.5)
+
+
 def test_deterministic_with_a_seeded_generator() -> None:
     source = _line()
     a = [np.asarray(build_augmentation(generator=torch.Generator().manual_seed(7))(source)) for _ in range(2)]

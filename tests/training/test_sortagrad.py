@@ -6,7 +6,7 @@ from torch.utils.data import ConcatDataset, Subset
 
 from text_recognizer.codec import Codec
 from text_recognizer.data.folder import FolderLines, LineRecord
-from text_recognizer.data.lines import EncodedLines
+from text_recognizer.data.lines import EncodedLines, MappedLines
 from text_recognizer.data.synthetic import SyntheticLines
 from training.sortagrad import label_lengths
 from training.trainer import EpochSampler
@@ -31,4 +31,5 @@ def test_label_lengths_without_decoding_images(tmp_path):
     assert label_lengths(EncodedLines(synthetic, Codec(), 32)) == [len(synthetic[i][1]) for i in range(6)]
     folder = FolderLines(tmp_path, [LineRecord(tmp_path / "a.png", "abc"), LineRecord(tmp_path / "b.png", "x")])
     assert label_lengths(Subset(ConcatDataset([folder, folder]), [3, 0])) == [1, 3]
+    assert label_lengths(MappedLines(folder, lambda image: image)) == [3, 1]  # augmented folders too
     assert label_lengths(list(range(3))) is None  # unknown dataset types: no SortaGrad

@@ -41,8 +41,14 @@ Range = tuple[float, float]
 
 @dataclass(frozen=True)
 class AugmentConfig:
-    """Probability (``*_p``) and parameter range of every operation. ``p = 0`` disables one."""
+    """Probability (``*_p``) and parameter range of every operation. ``p = 0`` disables one.
 
+    ``apply_p`` is the share of lines that go through the pipeline at all; the others are shown
+    as they are. Clean lines keep the model close to the scans it is validated on and let it fit
+    faster, the augmented ones teach it phone photos and other hands (``benchmarks/RESULTS.md``).
+    """
+
+    apply_p: float = 1.0
     stretch_p: float = 0.5
     stretch: Range = (0.8, 1.25)  # width factor
     shear_p: float = 0.6
@@ -84,8 +90,8 @@ class AugmentConfig:
 
     @classmethod
     def off(cls) -> AugmentConfig:
-        """Every probability 0 (an identity pipeline)."""
-        return cls(**{f.name: 0.0 for f in fields(cls) if f.name.endswith("_p")})
+        """Every operation's probability 0 (an identity pipeline)."""
+        return cls(**{f.name: 0.0 for f in fields(cls) if f.name.endswith("_p") and f.name != "apply_p"})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -398,8 +404,11 @@ class LineAugmentation(v2.Compose):
         ]
         super().__init__(ops)
         self.config = config
+        self.generator = generator
 
     def __call__(self, image: Image.Image) -> Image.Image:  # type: ignore[override]
+        if self.config.apply_p < 1.0 and float(torch.rand((), generator=self.generator)) >= self.config.apply_p:
+            return _as_gray(image)  # this line is shown clean
         return super().__call__(_as_gray(image))
 
 
