@@ -31,11 +31,11 @@ from text_recognizer.data.checks import report_table
 from text_recognizer.data.lines import LineBatch, collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
+from training.batching import bucketed_order, line_aspects
 from training.config import ExperimentConfig
 from training.data import build_datasets
 from training.guard import COLLAPSE_SHARE, NonFiniteGuard, blank_share, collapse_advice
 from training.loggers import JsonlLogger, Logger
-from training.batching import bucketed_order, line_aspects
 from training.sortagrad import label_lengths
 
 LOG_ROOT = Path(__file__).parent / "logs"
@@ -363,8 +363,6 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
         lengths = widths or line_aspects(datasets.train) or label_lengths(datasets.train)
         if lengths is None:
             print("note: --sortagrad: the line lengths of this training set cannot be read cheaply; the first epoch is shuffled")
-    if config.data.bucket_batches and not config.run.overfit_batches and widths is None:
-        print("note: --bucket-batches: the image widths of this training set are unknown until drawn (synthetic lines); batches are plainly shuffled")
     sampler = EpochSampler(len(datasets.train), config.run.seed, shuffle=config.run.overfit_batches == 0, sortagrad_lengths=lengths,
                            widths=widths, batch_size=bs, chunk_batches=config.data.bucket_batches)
     train_set = datasets.train
