@@ -73,6 +73,7 @@ class RunConfig:
     loss: str = field(default="ctc", metadata={"help": "ctc, or nll: the per-window cross-entropy baseline", "choices": LOSSES})
     ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
     overfit_batches: int = field(default=0, metadata={"help": "train and validate on the first N training batches only (debugging)"})
+    val_every: int = field(default=1, metadata={"help": "validate (and consider best.pt) every N epochs, and always when training stops: on a tight --max-minutes budget validation time is training time lost"})
     early_stopping: int = field(default=0, metadata={"help": "stop when val CER has not improved for this many epochs (0: off)"})
     max_bad_steps: int = field(default=5, metadata={"help": "stop after this many consecutive training steps with a non-finite loss or gradient (each is skipped and dumped to <run-dir>/bad_steps/; see docs/robustness.md)"})
     blank_collapse_epochs: int = field(default=3, metadata={"help": "warn when validation predictions stay (almost) all blank for this many consecutive epochs (0: off)"})
@@ -82,6 +83,10 @@ class RunConfig:
     wandb: bool = field(default=False, metadata={"help": "log to Weights & Biases (respects WANDB_MODE/PROJECT/ENTITY/DIR; offline without an API key)"})
     wandb_project: str = field(default="", metadata={"help": "W&B project (default: $WANDB_PROJECT, else text-recognizer)"})
     wandb_samples: int = field(default=16, metadata={"help": "fixed validation lines logged as a W&B table every epoch"})
+
+    def __post_init__(self) -> None:
+        if self.val_every < 1:
+            raise ValueError(f"--val-every must be >= 1 (epochs between validations), got {self.val_every}")
 
 
 @dataclass(frozen=True)

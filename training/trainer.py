@@ -498,13 +498,15 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
             if epoch_done:
                 state.epoch += 1
                 state.batch_in_epoch = 0
+            if not (stop_reason or state.epoch >= config.optim.max_epochs or state.epoch % config.run.val_every == 0):
+                save_last()
+                continue
             last_val = evaluate(model, val_loader, codec, device, config.run.loss, ctc_impl, interctc).in_dataset_order(val_order)
             state.elapsed = time.monotonic() - start_time
             improved = last_val.cer < state.best_cer
             if improved:
-                state.best_cer, state.best_epoch, state.epochs_without_improvement = last_val.cer, state.epoch, 0
-            else:
-                state.epochs_without_improvement += 1
+                state.best_cer, state.best_epoch = last_val.cer, state.epoch
+            state.epochs_without_improvement = state.epoch - state.best_epoch  # in epochs, whatever --val-every is
             samples = [{"reference": r, "prediction": p, "cer": line_cer(r, p), **({"image": sample_images[i]} if i < len(sample_images) else {})}
                        for i, (r, p) in enumerate(list(zip(last_val.references, last_val.predictions))[:max(16, len(sample_images))])]
             for logger in loggers:

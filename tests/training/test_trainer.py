@@ -89,3 +89,24 @@ def test_nll_baseline_trains(tmp_path):
     summary = fit(tiny_config(tmp_path / "run", optim={"max_steps": 2}, run={"loss": "nll"}))
     assert summary["steps"] == 2
     assert load_checkpoint(tmp_path / "run" / "best.pt")["loss"] == "nll"
+
+
+def test_val_every_validates_every_nth_epoch_and_at_the_end(tmp_path):
+    summary = fit(tiny_config(tmp_path / "run", optim={"max_epochs": 5}, run={"val_every": 2}))
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records if r["kind"] == "val"] == [2, 4, 5]
+    assert summary["epochs"] == 5 and summary["final_val_cer"] is not None
+    assert load_checkpoint(tmp_path / "run" / "last.pt")["metadata"]["epoch"] == 5
+
+
+def test_val_every_resumes_after_an_unvalidated_epoch(tmp_path):
+    config = tiny_config(tmp_path / "run", optim={"max_epochs": 3}, run={"val_every": 3})
+    interrupted = fit(config, loggers=[StopAtStep(4)])  # stops at the end of epoch 1, which is not validated
+    assert interrupted["stop_reason"] == "interrupted"
+    resumed = fit(tiny_config(tmp_path / "run", optim={"max_epochs": 3}, run={"val_every": 3, "resume": True}))
+    assert resumed["epochs"] == 3 and resumed["best_epoch"] == 3
+
+
+def test_val_every_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="--val-every"):
+        tiny_config(tmp_path / "run", run={"val_every": 0})
