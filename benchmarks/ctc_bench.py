@@ -311,6 +311,10 @@ def end_to_end_median(warmup, iters):
     result["torch_forward_no_grad_ms"] = time_forward(torch_fn(targets, il, tl, "cuda"), x, warmup, iters)
     count, names = count_kernels(ours_fn(targets, il, tl, "cuda"), x)
     result["kernels_fwd_bwd"], result["kernel_names"] = count, names
+    # Kernels of one stream run one after another: their summed device time is the GPU's busy
+    # time. What the wall-clock (CUDA events) time has beyond it is host work (Python, argument
+    # binding, launches) that the GPU waited for.
+    result["device_busy_ms"] = round(sum(names.values()), 4) if names else None
     print(f"\nMedian shape {MEDIAN_SHAPES[0]} float32, ours:")
     print(f"  fused_ctc_loss fwd+bwd {result['raw_ms']:.3f} ms; end to end through ctc_loss(impl='triton') "
           f"with validation: lengths on GPU {result['validated_gpu_lengths_ms']:.3f} ms, lengths on CPU "
@@ -318,6 +322,10 @@ def end_to_end_median(warmup, iters):
     print(f"  forward without grad: ours {result['forward_no_grad_ms']:.3f} ms, torch "
           f"{result['torch_forward_no_grad_ms']:.3f} ms; CUDA kernels per fwd+bwd: {count}, device ms "
           f"per kernel: {names}")
+    if result["device_busy_ms"]:
+        busy = result["device_busy_ms"]
+        print(f"  GPU busy {busy:.3f} ms of {result['raw_ms']:.3f} ms fwd+bwd wall time "
+              f"({100 * busy / result['raw_ms']:.0f}%): the rest is host overhead the GPU waited for")
     return result
 
 

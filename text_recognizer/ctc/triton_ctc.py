@@ -35,6 +35,14 @@ NaN can appear). The recursion starts from a virtual ``alpha_{-1}`` that is ``lo
 ``occ_t(s) = exp(alpha_t(s) + beta_t(s) + nll)`` is the posterior probability that the alignment is
 in state ``s`` at frame ``t``.
 
+Beta runs on the same two vectors, except that the character vector is offset by one:
+``beta_char[i]`` = log beta_t(state ``2i - 1``), i.e. character ``i - 1`` (entry 0 unused). With
+``g = beta + lp_t`` the successors of blank ``i`` are blank ``i`` and character ``i``, those of
+character ``i - 1`` are itself, blank ``i`` and (if the labels differ) character ``i``: every
+update needs the same shifted vector ``g_char[i + 1]``, so beta, like alpha, does **one** shift
+per frame (with both vectors indexed alike it needed two: ``g_blank[i + 1]`` and
+``g_label[i + 1]``).
+
 The shift ``x[i-1]`` / ``x[i+1]`` is done **in registers** with ``tl.gather`` (the compiler inserts
 whatever shared-memory traffic and barriers the layout needs; no hand-written memory round trip can
 race). A fallback that goes through a small per-program global scratch row with
@@ -255,19 +263,22 @@ def _alpha_step(a_blank, a_label, e_blank, e_label, ok, dst, width, idx, can_ski
 
 
 @triton.jit
-def _beta_step(b_blank, b_label, e_blank, e_label, ok, dst, width, idx, skip_next, is_blank,
-               is_label, scratch, BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
-    """Store beta_t, then beta_t -> beta_{t-1} (committed only where ``ok`` = ``t >= 0``)."""
+def _beta_step(b_blank, b_char, e_blank, e_char, ok, dst, width, idx, can_skip, is_blank, is_char,
+               scratch, BLOCK: tl.constexpr, SCRATCH: tl.constexpr):
+    """Store beta_t, then beta_t -> beta_{t-1} (committed only where ``ok`` = ``t >= 0``).
+
+    ``b_char[i]`` holds character ``i - 1`` (see the module docstring), so both updates need the
+    same single shifted vector ``g_char[i + 1]`` (= character ``i``).
+    """
     NEG: tl.constexpr = float("-inf")
     tl.store(dst + idx, b_blank, mask=is_blank & ok)
-    tl.store(dst + width + idx, b_label, mask=is_label & ok)
+    tl.store(dst + width - 1 + idx, b_char, mask=is_char & ok)
     g_blank = b_blank + e_blank
-    g_label = b_label + e_label
-    next_blank = _shift(g_blank, idx, scratch, 1, BLOCK, SCRATCH)  # g_blank[i+1]
-    next_label = _shift(g_label, idx, scratch, 1, BLOCK, SCRATCH)  # g_label[i+1]
-    new_blank = tl.where(is_blank, _lse2(g_blank, g_label), NEG)
-    new_label = tl.where(is_label, _lse3(g_label, next_blank, tl.where(skip_next, next_label, NEG)), NEG)
-    return tl.where(ok, new_blank, b_blank), tl.where(ok, new_label, b_label)
+    g_char = b_char + e_char
+    char_i = _shift(g_char, idx, scratch, 1, BLOCK, SCRATCH)  # character i (g_char[i + 1])
+    new_blank = tl.where(is_blank, _lse2(g_blank, char_i), NEG)
+    new_char = tl.where(is_char, _lse3(g_char, g_blank, tl.where(can_skip, char_i, NEG)), NEG)
+    return tl.where(ok, new_blank, b_blank), tl.where(ok, new_char, b_char)
 
 
 @triton.jit
@@ -296,15 +307,17 @@ def _recursion_kernel(
     is_blank = idx <= n_l
     tgt = targets_ptr + _target_start(target_len_ptr, b, stride_tb, CONCAT, BLOCK_B)
     lab = tl.load(tgt + idx * target_stride, mask=is_label, other=0).to(tl.int64)
+    lab_prev = tl.load(tgt + (idx - 1) * target_stride, mask=is_label & (idx > 0), other=0)
+    # Character i may be entered from character i - 1 (alpha), i.e. character i - 1 may jump to
+    # character i (beta): both need different labels.
+    can_skip = is_label & (idx > 0) & (lab != lab_prev.to(tl.int64))
     scratch = scratch_ptr + (b * 2 + direction) * BLOCK
     e_row = emit_ptr + b * stride_eb
-    e_lab = e_row + 1 + idx
     s_row = state_ptr + direction * stride_sd + b * stride_sb
     # The frame loop is unrolled by 4 and the emissions of the next 4 frames are loaded one chunk
     # ahead (contiguous vectors), so their latency overlaps 4 steps of arithmetic.
     if direction == 0:
-        lab_prev = tl.load(tgt + (idx - 1) * target_stride, mask=is_label & (idx > 0), other=0)
-        can_skip = is_label & (idx > 0) & (lab != lab_prev.to(tl.int64))
+        e_lab = e_row + 1 + idx  # character i's emission is entry 1 + i of a frame
         # alpha_{-1}: log 1 on state 0 (the first blank), -inf elsewhere.
         a_blank = tl.where(idx == 0, 0.0, NEG).to(acc_dtype)
         a_label = tl.full([BLOCK], NEG, acc_dtype)
@@ -354,21 +367,22 @@ def _recursion_kernel(
             nll = tl.where(nll == float("inf"), 0.0, nll)
         tl.store(out_ptr + b, nll)
     else:
-        has_next = idx + 1 < n_l
-        lab_next = tl.load(tgt + (idx + 1) * target_stride, mask=has_next, other=0).to(tl.int64)
-        skip_next = has_next & (lab != lab_next)  # character i may jump to character i + 1
+        # Entry i of the character vector is character i - 1 (entry 0 unused), whose emission is
+        # entry i of a frame; then one shift per step suffices (module docstring).
+        is_char = (idx >= 1) & is_blank
+        e_chr = e_row + idx
         # beta_{T-1}: log 1 on the two final states (last blank, last character).
         b_blank = tl.where(idx == n_l, 0.0, NEG).to(acc_dtype)
-        b_label = tl.where(idx == n_l - 1, 0.0, NEG).to(acc_dtype)
+        b_char = tl.where(is_char & (idx == n_l), 0.0, NEG).to(acc_dtype)
         t_top = n_t - 1
         eb0 = tl.load(e_row + t_top * stride_et, mask=0 < n_t, other=NEG)
         eb1 = tl.load(e_row + (t_top - 1) * stride_et, mask=1 < n_t, other=NEG)
         eb2 = tl.load(e_row + (t_top - 2) * stride_et, mask=2 < n_t, other=NEG)
         eb3 = tl.load(e_row + (t_top - 3) * stride_et, mask=3 < n_t, other=NEG)
-        el0 = tl.load(e_lab + t_top * stride_et, mask=is_label & (0 < n_t), other=NEG)
-        el1 = tl.load(e_lab + (t_top - 1) * stride_et, mask=is_label & (1 < n_t), other=NEG)
-        el2 = tl.load(e_lab + (t_top - 2) * stride_et, mask=is_label & (2 < n_t), other=NEG)
-        el3 = tl.load(e_lab + (t_top - 3) * stride_et, mask=is_label & (3 < n_t), other=NEG)
+        ec0 = tl.load(e_chr + t_top * stride_et, mask=is_char & (0 < n_t), other=NEG)
+        ec1 = tl.load(e_chr + (t_top - 1) * stride_et, mask=is_char & (1 < n_t), other=NEG)
+        ec2 = tl.load(e_chr + (t_top - 2) * stride_et, mask=is_char & (2 < n_t), other=NEG)
+        ec3 = tl.load(e_chr + (t_top - 3) * stride_et, mask=is_char & (3 < n_t), other=NEG)
         for k0 in range(0, n_t, 4):
             k1 = k0 + 4
             t1 = t_top - k1
@@ -376,30 +390,30 @@ def _recursion_kernel(
             fb1 = tl.load(e_row + (t1 - 1) * stride_et, mask=k1 + 1 < n_t, other=NEG)
             fb2 = tl.load(e_row + (t1 - 2) * stride_et, mask=k1 + 2 < n_t, other=NEG)
             fb3 = tl.load(e_row + (t1 - 3) * stride_et, mask=k1 + 3 < n_t, other=NEG)
-            fl0 = tl.load(e_lab + t1 * stride_et, mask=is_label & (k1 < n_t), other=NEG)
-            fl1 = tl.load(e_lab + (t1 - 1) * stride_et, mask=is_label & (k1 + 1 < n_t), other=NEG)
-            fl2 = tl.load(e_lab + (t1 - 2) * stride_et, mask=is_label & (k1 + 2 < n_t), other=NEG)
-            fl3 = tl.load(e_lab + (t1 - 3) * stride_et, mask=is_label & (k1 + 3 < n_t), other=NEG)
+            fc0 = tl.load(e_chr + t1 * stride_et, mask=is_char & (k1 < n_t), other=NEG)
+            fc1 = tl.load(e_chr + (t1 - 1) * stride_et, mask=is_char & (k1 + 1 < n_t), other=NEG)
+            fc2 = tl.load(e_chr + (t1 - 2) * stride_et, mask=is_char & (k1 + 2 < n_t), other=NEG)
+            fc3 = tl.load(e_chr + (t1 - 3) * stride_et, mask=is_char & (k1 + 3 < n_t), other=NEG)
             dst = s_row + (t_top - k0) * stride_st
-            b_blank, b_label = _beta_step(b_blank, b_label, eb0, el0, k0 < n_t, dst, width, idx,
-                                          skip_next, is_blank, is_label, scratch, BLOCK, SCRATCH)
-            b_blank, b_label = _beta_step(b_blank, b_label, eb1, el1, k0 + 1 < n_t, dst - stride_st,
-                                          width, idx, skip_next, is_blank, is_label, scratch, BLOCK,
-                                          SCRATCH)
-            b_blank, b_label = _beta_step(b_blank, b_label, eb2, el2, k0 + 2 < n_t,
-                                          dst - 2 * stride_st, width, idx, skip_next, is_blank,
-                                          is_label, scratch, BLOCK, SCRATCH)
-            b_blank, b_label = _beta_step(b_blank, b_label, eb3, el3, k0 + 3 < n_t,
-                                          dst - 3 * stride_st, width, idx, skip_next, is_blank,
-                                          is_label, scratch, BLOCK, SCRATCH)
+            b_blank, b_char = _beta_step(b_blank, b_char, eb0, ec0, k0 < n_t, dst, width, idx,
+                                         can_skip, is_blank, is_char, scratch, BLOCK, SCRATCH)
+            b_blank, b_char = _beta_step(b_blank, b_char, eb1, ec1, k0 + 1 < n_t, dst - stride_st,
+                                         width, idx, can_skip, is_blank, is_char, scratch, BLOCK,
+                                         SCRATCH)
+            b_blank, b_char = _beta_step(b_blank, b_char, eb2, ec2, k0 + 2 < n_t,
+                                         dst - 2 * stride_st, width, idx, can_skip, is_blank,
+                                         is_char, scratch, BLOCK, SCRATCH)
+            b_blank, b_char = _beta_step(b_blank, b_char, eb3, ec3, k0 + 3 < n_t,
+                                         dst - 3 * stride_st, width, idx, can_skip, is_blank,
+                                         is_char, scratch, BLOCK, SCRATCH)
             eb0 = fb0
             eb1 = fb1
             eb2 = fb2
             eb3 = fb3
-            el0 = fl0
-            el1 = fl1
-            el2 = fl2
-            el3 = fl3
+            ec0 = fc0
+            ec1 = fc1
+            ec2 = fc2
+            ec3 = fc3
 
 
 @triton.jit
