@@ -22,8 +22,8 @@ lengths on the CPU: the common case, checked on the host), the forward alone wit
 and counts the CUDA kernels one forward + backward launches (torch profiler). It then checks
 determinism (10 runs, bitwise equal loss and gradient), agreement with a float64 reference on the
 GPU (our float32 error next to PyTorch's float32 error), and, unless ``--no-sweep``, times the
-recursion kernel with other warp counts, the scratch-memory shift, concurrent vs
-sequential alpha/beta launches, and the per-frame vs tiled gradient kernel.
+recursion kernel with other warp counts, the scratch-memory shift, and concurrent vs
+sequential alpha/beta launches.
 
 Without CUDA it says so and runs only the correctness part, through Triton's CPU interpreter on
 tiny shapes.
@@ -330,22 +330,20 @@ def end_to_end_median(warmup, iters):
 
 
 def sweep(warmup, iters):
-    """Recursion warp counts, the two shift implementations, concurrent/sequential directions and
-    the two gradient kernels (per-frame rows, tiles with ``tl.dot``)."""
+    """Recursion warp counts, the two shift implementations and concurrent/sequential directions."""
     batch, frames, classes, length = MEDIAN_SHAPES[0]
     logits, targets, il, tl = make_problem(batch, frames, classes, length, torch.float32, "cuda")
     x = logits.requires_grad_(True)
     fn = ours_fn(targets, il, tl, "cuda")
     reference = None
     results = []
-    keys = (triton_ctc._SHIFT_ENV, triton_ctc._WARPS_ENV, triton_ctc._DIRECTIONS_ENV, triton_ctc._GRAD_ENV)
+    keys = (triton_ctc._SHIFT_ENV, triton_ctc._WARPS_ENV, triton_ctc._DIRECTIONS_ENV)
     print(f"\nSweep on {MEDIAN_SHAPES[0]} float32 (env {', '.join(keys)}):")
     saved = {k: os.environ.get(k) for k in keys}
-    configs = [(d, s, w, g) for d in ("concurrent", "sequential") for s in ("gather", "scratch")
-               for w in (1, 2, 4, 8) for g in ("rows", "tiles")]
+    configs = [(d, s, w) for d in ("concurrent", "sequential") for s in ("gather", "scratch")
+               for w in (1, 2, 4, 8)]
     try:
-        for directions, shift, warps, grad in configs:
-            os.environ[triton_ctc._GRAD_ENV] = grad
+        for directions, shift, warps in configs:
             os.environ[triton_ctc._DIRECTIONS_ENV] = directions
             os.environ[triton_ctc._SHIFT_ENV] = shift
             os.environ[triton_ctc._WARPS_ENV] = str(warps)
@@ -359,15 +357,13 @@ def sweep(warmup, iters):
                     reference = out
                 diff = max((out[0] - reference[0]).abs().max().item(),
                            (out[1] - reference[1]).abs().max().item())
-                results.append(dict(directions=directions, shift=shift, warps=warps, grad=grad, ms=ms,
+                results.append(dict(directions=directions, shift=shift, warps=warps, ms=ms,
                                     max_diff_vs_first=diff))
-                print(f"  directions={directions:<10} shift={shift:<7} warps={warps} grad={grad:<5}: "
-                      f"{ms:.3f} ms, max |diff| vs first config {diff:.2e}")
+                print(f"  directions={directions:<10} shift={shift:<7} warps={warps}: {ms:.3f} ms, "
+                      f"max |diff| vs first config {diff:.2e}")
             except Exception as error:  # report and go on: one failing config must not hide others
-                results.append(dict(directions=directions, shift=shift, warps=warps, grad=grad,
-                                    error=repr(error)[:300]))
-                print(f"  directions={directions} shift={shift:<7} warps={warps} grad={grad}: "
-                      f"FAILED {error!r}"[:300])
+                results.append(dict(directions=directions, shift=shift, warps=warps, error=repr(error)[:300]))
+                print(f"  directions={directions} shift={shift:<7} warps={warps}: FAILED {error!r}"[:300])
     finally:
         for key, value in saved.items():
             if value is None:

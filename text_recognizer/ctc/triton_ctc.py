@@ -84,16 +84,9 @@ Kernels and buffers
    Rows ``t >= input_length`` and samples with infinite loss get an exact zero gradient.
    ``scale_b`` folds the reduction and ``grad_output`` in the kernel: ``grad_output[b]`` for
    ``none``, ``grad_output`` for ``sum``, ``grad_output / max(L_b, 1) / B`` for ``mean``.
-   ``_grad_tile_kernel`` (grid ``(B, ceil(T / 16))``) computes the same for 16 frames per
-   program: the per-sample scalars and labels are loaded once per tile, and the scatter is the
-   matrix product ``occupancy (16 frames x label chunk) @ onehot(label chunk x class chunk)`` with
-   ``tl.dot`` in IEEE precision (products by exactly 0 or 1, a fixed summation order: still
-   deterministic). ``TEXT_RECOGNIZER_CTC_GRAD`` (``auto``, ``rows``, ``tiles``) selects it;
-   ``auto`` uses tiles except for float64 logits (a float64 ``tl.dot`` is not on every GPU's
-   fast path). Which one is faster on a given GPU is for ``benchmarks/ctc_bench.py`` to show.
 
 The backward runs no serial recursion at all; it does not modify ``state``, so a second backward
-through the same graph (``retain_graph=True``) just runs the gradient kernel again. Concatenated
+through the same graph (``retain_graph=True``) just runs ``_grad_kernel`` again. Concatenated
 targets need per-sample start offsets: every program computes its exclusive prefix sum of
 ``target_lengths`` itself (no ``cumsum`` launch). Forward + backward is 3 kernel launches (+1 with
 ``sum``/``mean``, +1 in sequential mode) and no host synchronisation.
@@ -132,7 +125,6 @@ MAX_TARGET_LENGTH = 1023
 _SHIFT_ENV = "TEXT_RECOGNIZER_CTC_SHIFT"
 _WARPS_ENV = "TEXT_RECOGNIZER_CTC_SERIAL_WARPS"
 _DIRECTIONS_ENV = "TEXT_RECOGNIZER_CTC_DIRECTIONS"
-_GRAD_ENV = "TEXT_RECOGNIZER_CTC_GRAD"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -493,81 +485,6 @@ def _grad_kernel(
 
 
 @triton.jit
-def _grad_tile_kernel(
-    logits_ptr, stride_lb, stride_lt, stride_lc,
-    lse_ptr,
-    state_ptr, stride_sd, stride_sb, stride_st, width,
-    targets_ptr, target_stride, stride_tb,
-    input_len_ptr, target_len_ptr,
-    nll_ptr,
-    grad_out_ptr, grad_out_stride,  # grad_output: (B,) for 'none', a scalar (stride 0) otherwise
-    grad_ptr,  # (B, T, C) contiguous, dtype of the logits
-    batch, T, C, blank,
-    BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_L: tl.constexpr, MEAN: tl.constexpr,
-    CONCAT: tl.constexpr, BLOCK_B: tl.constexpr,
-):
-    """Same gradient as ``_grad_kernel`` for BLOCK_T frames of sample b per program.
-
-    The per-sample scalars and the labels are loaded once for BLOCK_T frames, and the scatter of
-    character occupancies to classes is a matrix product ``occ (frames x states) @ onehot (states x
-    classes)`` (``tl.dot`` in IEEE float32/float64: exact products by 0 and 1, a fixed summation
-    order, so still bitwise deterministic)."""
-    b = tl.program_id(0).to(tl.int64)
-    ts = tl.program_id(1).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
-    acc_dtype = lse_ptr.dtype.element_ty
-    NEG: tl.constexpr = float("-inf")
-    nll = tl.load(nll_ptr + b)
-    n_t = tl.load(input_len_ptr + b)
-    finite = nll < float("inf")
-    live = ts < tl.where(finite, n_t, 0)  # (BLOCK_T,): no live frame in a dead sample
-    n_l = tl.load(target_len_ptr + b)
-    scale = tl.load(grad_out_ptr + b * grad_out_stride).to(acc_dtype)
-    if MEAN:
-        scale = scale / tl.maximum(n_l, 1).to(acc_dtype) / batch
-    n_l = tl.where(finite, n_l, -1)  # -1: every loop below is empty for a dead sample
-    lse = tl.load(lse_ptr + b * T + ts, mask=live, other=0.0)
-    a_rows = state_ptr + b * stride_sb + ts * stride_st  # (BLOCK_T,) alpha rows; beta: + stride_sd
-    tgt = targets_ptr + _target_start(target_len_ptr, b, stride_tb, CONCAT, BLOCK_B)
-    pos = tl.arange(0, BLOCK_L)
-
-    # Blank class: all blank states 0..L, per frame.
-    blank_acc = tl.zeros([BLOCK_T, BLOCK_L], acc_dtype)
-    for i0 in range(0, n_l + 1, BLOCK_L):
-        p = i0 + pos
-        ok = live[:, None] & (p <= n_l)[None, :]
-        at = a_rows[:, None] + p[None, :]
-        a = tl.load(at, mask=ok, other=NEG)
-        be = tl.load(at + stride_sd, mask=ok, other=NEG)
-        blank_acc += tl.where(ok, tl.exp(a + be + nll), 0.0)
-    blank_occ = tl.sum(blank_acc, axis=1)  # (BLOCK_T,)
-
-    rows = logits_ptr + b * stride_lb + ts * stride_lt
-    out = grad_ptr + (b * T + ts) * C
-    for c0 in range(0, C, BLOCK_C):
-        cls = c0 + tl.arange(0, BLOCK_C)
-        cls_ok = cls < C
-        x = tl.load(rows[:, None] + cls[None, :] * stride_lc, mask=live[:, None] & cls_ok[None, :],
-                    other=NEG).to(acc_dtype)
-        soft = tl.where(x == NEG, 0.0, tl.exp(x - lse[:, None]))
-        occ = tl.zeros([BLOCK_T, BLOCK_C], acc_dtype)
-        for i0 in range(0, n_l, BLOCK_L):
-            p = i0 + pos
-            p_ok = p < n_l
-            ok = live[:, None] & p_ok[None, :]
-            at = a_rows[:, None] + width + p[None, :]
-            a = tl.load(at, mask=ok, other=NEG)
-            be = tl.load(at + stride_sd, mask=ok, other=NEG)
-            o = tl.where(ok, tl.exp(a + be + nll), 0.0)  # (BLOCK_T, BLOCK_L)
-            lab = tl.load(tgt + p * target_stride, mask=p_ok, other=-1).to(tl.int64)
-            onehot = tl.where(lab[:, None] == cls[None, :], 1.0, 0.0).to(acc_dtype)  # (BLOCK_L, BLOCK_C)
-            occ = tl.dot(o, onehot, occ, input_precision="ieee")
-        occ = tl.where((cls == blank)[None, :], blank_occ[:, None], occ)
-        g = tl.where(live[:, None], scale * (soft - occ), 0.0)
-        tl.store(out[:, None] + cls[None, :], g.to(grad_ptr.dtype.element_ty),
-                 mask=(ts < T)[:, None] & cls_ok[None, :])
-
-
-@triton.jit
 def _reduce_kernel(out_ptr, target_len_ptr, loss_ptr, batch, MEAN: tl.constexpr,
                    BLOCK_B: tl.constexpr):
     """Single program: ``sum`` or ``mean`` of the per-sample losses, in a fixed order."""
@@ -737,21 +654,6 @@ def _forward(logits, prep: _Prepared, blank: int, reduction: str, zero_infinity:
     return loss, nll, lse, (state if need_grad else None)
 
 
-def _grad_kernel_choice(dtype: torch.dtype) -> str:
-    """``rows`` (one program per frame) or ``tiles`` (BLOCK_T frames per program, ``tl.dot``).
-
-    ``TEXT_RECOGNIZER_CTC_GRAD`` = ``rows`` / ``tiles`` / ``auto`` (default): ``tiles``, except
-    for float64 logits (gradcheck), which keep the dot-free ``rows`` kernel: a float64 ``tl.dot``
-    is not on every GPU's fast path.
-    """
-    mode = os.environ.get(_GRAD_ENV, "auto").strip().lower()
-    if mode not in ("auto", "rows", "tiles"):
-        raise ValueError(f"{_GRAD_ENV} must be 'auto', 'rows' or 'tiles', got {mode!r}")
-    if mode == "auto":
-        return "rows" if dtype == torch.float64 else "tiles"
-    return mode
-
-
 def _backward(logits, prep: _Prepared, blank: int, reduction: str, nll, lse, state, grad_output):
     """Gradient w.r.t. the raw logits; the kernel folds the reduction and ``grad_output``."""
     batch, frames, classes = logits.shape
@@ -759,27 +661,16 @@ def _backward(logits, prep: _Prepared, blank: int, reduction: str, nll, lse, sta
     if batch * frames == 0:
         return grad
     go_stride = grad_output.stride(0) if grad_output.dim() else 0
-    common = (
+    block_c = min(triton.next_power_of_2(classes), 128)
+    block_l = min(prep.block, max(16, 4096 // block_c))  # (label chunk x class chunk) ~ 4K tile
+    _grad_kernel[(batch * frames,)](
         logits, *logits.stride(), lse,
         state, *state.stride()[:3], prep.width,
         *prep.target_args(),
         prep.input_lengths, prep.target_lengths,
         nll, grad_output, go_stride, grad,
         batch, frames, classes, blank,
-    )
-    if _grad_kernel_choice(logits.dtype) == "tiles":
-        block_t = 16  # tl.dot needs every tile side >= 16
-        block_c = max(16, min(triton.next_power_of_2(classes), 128))
-        block_l = max(16, min(prep.block, 32))
-        _grad_tile_kernel[(batch, triton.cdiv(frames, block_t))](
-            *common, BLOCK_T=block_t, BLOCK_C=block_c, BLOCK_L=block_l, MEAN=reduction == "mean",
-            CONCAT=prep.concat, BLOCK_B=prep.block_b, num_warps=4,
-        )
-        return grad
-    block_c = min(triton.next_power_of_2(classes), 128)
-    block_l = min(prep.block, max(16, 4096 // block_c))  # (label chunk x class chunk) ~ 4K tile
-    _grad_kernel[(batch * frames,)](
-        *common, BLOCK_C=block_c, BLOCK_L=block_l, MEAN=reduction == "mean",
+        BLOCK_C=block_c, BLOCK_L=block_l, MEAN=reduction == "mean",
         CONCAT=prep.concat, BLOCK_B=prep.block_b, num_warps=4,
     )
     return grad
