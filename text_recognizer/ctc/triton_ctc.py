@@ -48,7 +48,8 @@ whatever shared-memory traffic and barriers the layout needs; no hand-written me
 race). A fallback that goes through a small per-program global scratch row with
 ``tl.debug_barrier()`` before the write and before the read is selectable with the environment
 variable ``TEXT_RECOGNIZER_CTC_SHIFT=scratch`` (default ``gather``). The warps of the recursion
-kernel can be forced with ``TEXT_RECOGNIZER_CTC_SERIAL_WARPS`` (default ``BLOCK / 64`` in [1, 8]).
+kernel can be forced with ``TEXT_RECOGNIZER_CTC_SERIAL_WARPS`` (default ``BLOCK / 32`` in [1, 16]:
+one state of each vector per thread, the fewest instructions per warp and frame).
 
 Kernels and buffers
 -------------------
@@ -65,11 +66,8 @@ Kernels and buffers
    backward in time, **concurrently** (the serial chain of forward + backward is one ``T`` long,
    not two). ``TEXT_RECOGNIZER_CTC_DIRECTIONS`` (``auto``, ``concurrent``, ``sequential``) selects
    one launch of grid ``(B, 2)`` or two launches of grid ``(B, 1)`` (alpha, then beta; same code,
-   same results bitwise); ``auto`` is concurrent when the ``2B`` programs fit in one wave of one
-   program per multiprocessor (``2B <= SMs``), sequential otherwise (a second wave would serialise
-   them anyway; on the H200 the concurrent launch was measured slower than the old sequential
-   kernels for ``B >= 128``). Each step loads one small contiguous emission vector (plus the blank scalar); the loop
-   is unrolled by 4 and the next 4 frames' emissions are loaded one chunk ahead, so their latency
+   same results bitwise); ``auto`` is concurrent (see ``_concurrent_directions``). Each step loads
+   one small contiguous emission vector (plus the blank scalar); the loop is unrolled by 4 and the next 4 frames' emissions are loaded one chunk ahead, so their latency
    overlaps the arithmetic. With a gradient they store ``state[0] = alpha`` and
    ``state[1] = beta``, ``state`` ``(2, B, T, 2W)`` (per frame the blank states in ``[0, W)``, the
    character states in ``[W, 2W)``). The two programs only read ``emit`` and the targets and write
@@ -79,14 +77,20 @@ Kernels and buffers
 4. ``_grad_kernel`` (backward; one program per ``(b, t)`` row, fully parallel): the gradient with
    respect to the raw logits is ``scale_b * (softmax_t(c) - occ_t(c))`` where ``occ_t(c)`` sums the
    state occupancies of all states whose class is ``c`` (all blank states for the blank class).
-   The scatter of character states to classes is a dense masked reduction over
-   ``(label chunk, class chunk)`` tiles in a fixed order: no atomics, bitwise deterministic.
+   A program loads the frame's alpha, beta and labels whole (independent loads: one memory
+   latency), then walks the classes in chunks; the scatter of character states to a chunk of
+   classes is a dense masked reduction of a ``(character states x class chunk)`` tile of ~1024
+   entries, in a fixed order: no atomics, bitwise deterministic.
    Rows ``t >= input_length`` and samples with infinite loss get an exact zero gradient.
    ``scale_b`` folds the reduction and ``grad_output`` in the kernel: ``grad_output[b]`` for
    ``none``, ``grad_output`` for ``sum``, ``grad_output / max(L_b, 1) / B`` for ``mean``.
 
 The backward runs no serial recursion at all; it does not modify ``state``, so a second backward
-through the same graph (``retain_graph=True``) just runs ``_grad_kernel`` again. Concatenated
+through the same graph (``retain_graph=True``) just runs ``_grad_kernel`` again.
+
+Tile sizes and warps were chosen from the kernels compiled for sm_90 without a GPU (registers per
+thread, hence programs per multiprocessor, and instructions per program from the SASS; see
+``benchmarks/RESULTS.md``); their GPU timings are what ``benchmarks/ctc_bench.py`` measures. Concatenated
 targets need per-sample start offsets: every program computes its exclusive prefix sum of
 ``target_lengths`` itself (no ``cumsum`` launch). Forward + backward is 3 kernel launches (+1 with
 ``sum``/``mean``, +1 in sequential mode) and no host synchronisation.
@@ -117,7 +121,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["MAX_TARGET_LENGTH", "fused_ctc_loss"]
+__all__ = ["MAX_TARGET_LENGTH", "fused_ctc_loss", "kernel_configs"]
 
 #: Longest supported label (characters). The extended label then has 2047 states.
 MAX_TARGET_LENGTH = 1023
@@ -125,6 +129,8 @@ MAX_TARGET_LENGTH = 1023
 _SHIFT_ENV = "TEXT_RECOGNIZER_CTC_SHIFT"
 _WARPS_ENV = "TEXT_RECOGNIZER_CTC_SERIAL_WARPS"
 _DIRECTIONS_ENV = "TEXT_RECOGNIZER_CTC_DIRECTIONS"
+#: Entries of the gradient kernel's (character states x class chunk) tile.
+_GRAD_TILE = 1024
 
 
 # ----------------------------------------------------------------------------------------------
@@ -427,12 +433,14 @@ def _grad_kernel(
     grad_out_ptr, grad_out_stride,  # grad_output: (B,) for 'none', a scalar (stride 0) otherwise
     grad_ptr,  # (B, T, C) contiguous, dtype of the logits
     batch, T, C, blank,
-    BLOCK_C: tl.constexpr, BLOCK_L: tl.constexpr, MEAN: tl.constexpr,
+    BLOCK: tl.constexpr, CHAR_BLOCK: tl.constexpr, BLOCK_C: tl.constexpr, MEAN: tl.constexpr,
     CONCAT: tl.constexpr, BLOCK_B: tl.constexpr,
 ):
     """grad[b, t, c] = scale_b * (softmax - occupancy of class c); one program per (b, t) row.
 
-    occupancy of state s at t = exp(alpha_t(s) + beta_t(s) + nll_b)."""
+    occupancy of state s at t = exp(alpha_t(s) + beta_t(s) + nll_b). The whole frame's alpha,
+    beta and labels are loaded at once (independent loads, one memory latency); only the logits
+    are walked in class chunks, each chunk's load issued one chunk ahead."""
     r = tl.program_id(0).to(tl.int64)
     b = r // T
     t = r % T
@@ -445,43 +453,39 @@ def _grad_kernel(
     scale = tl.load(grad_out_ptr + b * grad_out_stride).to(acc_dtype)
     if MEAN:
         scale = scale / tl.maximum(n_l, 1).to(acc_dtype) / batch
-    n_l = tl.where(live, n_l, -1)  # -1: every loop below is empty for dead rows
+    n_l = tl.where(live, n_l, -1)  # -1: nothing below is loaded for dead rows
     lse = tl.load(lse_ptr + r, mask=live, other=0.0)
     a_row = state_ptr + b * stride_sb + t * stride_st
     b_row = a_row + stride_sd
     tgt = targets_ptr + _target_start(target_len_ptr, b, stride_tb, CONCAT, BLOCK_B)
-    pos = tl.arange(0, BLOCK_L)
-
-    # Blank class: all blank states 0..L.
-    blank_acc = tl.zeros([BLOCK_L], acc_dtype)
-    for i0 in range(0, n_l + 1, BLOCK_L):
-        p = i0 + pos
-        ok = p <= n_l
-        a = tl.load(a_row + p, mask=ok, other=NEG)
-        be = tl.load(b_row + p, mask=ok, other=NEG)
-        blank_acc += tl.where(ok, tl.exp(a + be + nll), 0.0)
-    blank_occ = tl.sum(blank_acc, axis=0)
+    idx = tl.arange(0, BLOCK)  # blank states 0..L
+    is_blank = idx <= n_l
+    a_blank = tl.load(a_row + idx, mask=is_blank, other=NEG)
+    b_blank = tl.load(b_row + idx, mask=is_blank, other=NEG)
+    ch = tl.arange(0, CHAR_BLOCK)  # character states 0..L-1
+    is_char = ch < n_l
+    a_char = tl.load(a_row + width + ch, mask=is_char, other=NEG)
+    b_char = tl.load(b_row + width + ch, mask=is_char, other=NEG)
+    lab = tl.load(tgt + ch * target_stride, mask=is_char, other=-1).to(tl.int64)
+    blank_occ = tl.sum(tl.where(is_blank, tl.exp(a_blank + b_blank + nll), 0.0), axis=0)
+    char_occ = tl.where(is_char, tl.exp(a_char + b_char + nll), 0.0)  # (CHAR_BLOCK,)
 
     row = logits_ptr + b * stride_lb + t * stride_lt
     out = grad_ptr + r * C
+    cols = tl.arange(0, BLOCK_C)
+    x_next = tl.load(row + cols * stride_lc, mask=(cols < C) & live, other=NEG)
     for c0 in range(0, C, BLOCK_C):
-        cls = c0 + tl.arange(0, BLOCK_C)
-        cls_ok = cls < C
-        x = tl.load(row + cls * stride_lc, mask=cls_ok & live, other=NEG).to(acc_dtype)
+        cls = c0 + cols
+        x = x_next.to(acc_dtype)
+        ahead = cls + BLOCK_C
+        x_next = tl.load(row + ahead * stride_lc, mask=(ahead < C) & live, other=NEG)
         soft = tl.where(x == NEG, 0.0, tl.exp(x - lse))
-        occ = tl.zeros([BLOCK_L, BLOCK_C], acc_dtype)
-        for i0 in range(0, n_l, BLOCK_L):
-            p = i0 + pos
-            ok = p < n_l
-            a = tl.load(a_row + width + p, mask=ok, other=NEG)
-            be = tl.load(b_row + width + p, mask=ok, other=NEG)
-            o = tl.where(ok, tl.exp(a + be + nll), 0.0)
-            lab = tl.load(tgt + p * target_stride, mask=ok, other=-1).to(tl.int64)
-            occ += tl.where(lab[:, None] == cls[None, :], o[:, None], 0.0)
-        occ_c = tl.sum(occ, axis=0)
-        occ_c = tl.where(cls == blank, blank_occ, occ_c)
-        g = tl.where(live, scale * (soft - occ_c), 0.0)
-        tl.store(out + cls, g.to(grad_ptr.dtype.element_ty), mask=cls_ok)
+        # (states x classes) tile, reduced over the states: every character state adds its
+        # occupancy to its own class; fixed shape, fixed order, no atomics.
+        occ = tl.sum(tl.where(lab[:, None] == cls[None, :], char_occ[:, None], 0.0), axis=0)
+        occ = tl.where(cls == blank, blank_occ, occ)
+        g = tl.where(live, scale * (soft - occ), 0.0)
+        tl.store(out + cls, g.to(grad_ptr.dtype.element_ty), mask=cls < C)
 
 
 @triton.jit
@@ -516,35 +520,49 @@ def _use_scratch() -> bool:
     return mode == "scratch"
 
 
-def _serial_num_warps(block: int) -> int:
-    """Warps for the per-sample recursion kernel (overridable for benchmarking)."""
-    override = os.environ.get(_WARPS_ENV)
-    if override:
-        return int(override)
-    return max(1, min(8, block // 64))
+def kernel_configs(classes: int, max_target_length: int) -> dict:
+    """Block sizes and warps of each kernel for ``C`` classes and labels up to ``max_target_length``.
+
+    Chosen from the kernels compiled for sm_90 without a GPU (``benchmarks/ctc_static.py``):
+
+    * ``emit``: ~1024-entry ``(frames x classes)`` tiles, 8 per thread with 4 warps (32 x 128
+      tiles took 246 registers per thread, i.e. 2 resident programs per multiprocessor; 8 x 128
+      take 48, i.e. 10).
+    * ``recursion``: one state of each vector per thread (``BLOCK / 32`` warps, in [1, 16]). The
+      frames are a serial chain, so what counts is the instructions of one warp per frame: at
+      ``BLOCK = 128``, ~265 with 2 warps (two states per thread), ~145 with 4.
+      ``TEXT_RECOGNIZER_CTC_SERIAL_WARPS`` overrides the warps (benchmarking).
+    * ``grad``: a ``(character states x class chunk)`` tile of ~1024 entries with 2 warps.
+    """
+    block = triton.next_power_of_2(max_target_length + 1)  # blank states 0..L
+    char_block = triton.next_power_of_2(max(max_target_length, 1))  # character states 0..L-1
+    classes_pow2 = triton.next_power_of_2(classes)
+    emit_c = min(classes_pow2, 1024)
+    emit_t = max(1, min(32, 1024 // emit_c))
+    emit_k = min(triton.next_power_of_2(max_target_length + 1), max(16, 1024 // emit_t))
+    warps = os.environ.get(_WARPS_ENV)
+    return {
+        "emit": dict(BLOCK_T=emit_t, BLOCK_C=emit_c, BLOCK_K=emit_k, num_warps=4),
+        "recursion": dict(BLOCK=block, num_warps=int(warps) if warps else max(1, min(16, block // 32))),
+        "grad": dict(BLOCK=block, CHAR_BLOCK=char_block,
+                     BLOCK_C=max(1, min(classes_pow2, _GRAD_TILE // char_block)), num_warps=2),
+    }
 
 
-_SM_COUNT: dict = {}
-
-
-def _concurrent_directions(device: torch.device, batch: int) -> bool:
+def _concurrent_directions() -> bool:
     """Run alpha and beta in one launch (grid (B, 2)) or in two launches (alpha, then beta).
 
-    ``TEXT_RECOGNIZER_CTC_DIRECTIONS`` = ``concurrent`` / ``sequential`` / ``auto`` (default):
-    concurrent when the ``2 B`` recursion programs fit in one wave of one program per
-    multiprocessor; beyond that a second wave of programs would serialise them anyway.
+    ``TEXT_RECOGNIZER_CTC_DIRECTIONS`` = ``concurrent`` / ``sequential`` / ``auto`` (default, =
+    concurrent). One launch of ``2 B`` programs never needs more waves than two launches of
+    ``B`` (and usually half as many), and the programs are latency-bound chains, so a few of them
+    share a multiprocessor well. (An earlier rule ran the directions sequentially when
+    ``2 B > multiprocessors``; the timing it rested on compared two kernel versions that also
+    differed in their gradient kernel, so it did not isolate this choice.)
     """
     mode = os.environ.get(_DIRECTIONS_ENV, "auto").strip().lower()
     if mode not in ("auto", "concurrent", "sequential"):
         raise ValueError(f"{_DIRECTIONS_ENV} must be 'auto', 'concurrent' or 'sequential', got {mode!r}")
-    if mode != "auto":
-        return mode == "concurrent"
-    if device.type != "cuda":
-        return True
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _SM_COUNT:
-        _SM_COUNT[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return 2 * batch <= _SM_COUNT[index]
+    return mode != "sequential"
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -586,6 +604,7 @@ class _Prepared:
         self.targets = targets
         self.width = max_len + 1  # W: one blank + max_len label entries per frame
         self.block = triton.next_power_of_2(max_len + 1)
+        self.configs = kernel_configs(logits.shape[2], max_len)
         self.block_b = min(1024, triton.next_power_of_2(max(batch, 1)))
         self.input_lengths = input_lengths.contiguous()
         self.target_lengths = target_lengths.contiguous()
@@ -616,34 +635,30 @@ def _forward(logits, prep: _Prepared, blank: int, reduction: str, zero_infinity:
         loss = per_sample.sum() if reduction == "sum" else per_sample.mean()
         return loss, nll, lse, (state if need_grad else None)
     if frames:
-        block_c = min(triton.next_power_of_2(classes), 1024)
-        block_t = max(1, min(32, 4096 // block_c))
-        block_k = min(triton.next_power_of_2(width), max(16, 4096 // block_t))
-        _emit_kernel[(batch, triton.cdiv(frames, block_t))](
+        emit_cfg = prep.configs["emit"]
+        _emit_kernel[(batch, triton.cdiv(frames, emit_cfg["BLOCK_T"]))](
             logits, *logits.stride(), *prep.target_args(),
             prep.input_lengths, prep.target_lengths,
             lse, emit, emit.stride(0), emit.stride(1),
-            frames, classes, blank,
-            BLOCK_T=block_t, BLOCK_C=block_c, BLOCK_K=block_k,
-            CONCAT=prep.concat, BLOCK_B=prep.block_b, num_warps=4,
+            frames, classes, blank, CONCAT=prep.concat, BLOCK_B=prep.block_b, **emit_cfg,
         )
     scratch = _use_scratch()
     scratch_buf = torch.empty((batch, 2, prep.block) if scratch else (1,), dtype=acc_dtype,
                               device=device)
     if not need_grad:
         launches = [(1, 0)]  # (directions in the grid, first direction)
-    elif _concurrent_directions(device, batch):
+    elif _concurrent_directions():
         launches = [(2, 0)]
     else:
         launches = [(1, 0), (1, 1)]
+    recursion_cfg = prep.configs["recursion"]
     for n_dir, dir_base in launches:
         _recursion_kernel[(batch, n_dir)](
             emit, emit.stride(0), emit.stride(1), *prep.target_args(),
             prep.input_lengths, prep.target_lengths,
             nll, out, state, *state.stride()[:3], width, scratch_buf, dir_base,
-            BLOCK=prep.block, STORE=need_grad, SCRATCH=scratch, ZERO_INF=bool(zero_infinity),
-            CONCAT=prep.concat, BLOCK_B=prep.block_b,
-            num_warps=_serial_num_warps(prep.block),
+            STORE=need_grad, SCRATCH=scratch, ZERO_INF=bool(zero_infinity),
+            CONCAT=prep.concat, BLOCK_B=prep.block_b, **recursion_cfg,
         )
     if reduction == "none":
         loss = out
@@ -661,8 +676,6 @@ def _backward(logits, prep: _Prepared, blank: int, reduction: str, nll, lse, sta
     if batch * frames == 0:
         return grad
     go_stride = grad_output.stride(0) if grad_output.dim() else 0
-    block_c = min(triton.next_power_of_2(classes), 128)
-    block_l = min(prep.block, max(16, 4096 // block_c))  # (label chunk x class chunk) ~ 4K tile
     _grad_kernel[(batch * frames,)](
         logits, *logits.stride(), lse,
         state, *state.stride()[:3], prep.width,
@@ -670,8 +683,8 @@ def _backward(logits, prep: _Prepared, blank: int, reduction: str, nll, lse, sta
         prep.input_lengths, prep.target_lengths,
         nll, grad_output, go_stride, grad,
         batch, frames, classes, blank,
-        BLOCK_C=block_c, BLOCK_L=block_l, MEAN=reduction == "mean",
-        CONCAT=prep.concat, BLOCK_B=prep.block_b, num_warps=4,
+        MEAN=reduction == "mean", CONCAT=prep.concat, BLOCK_B=prep.block_b,
+        **prep.configs["grad"],
     )
     return grad
 
