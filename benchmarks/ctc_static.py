@@ -114,7 +114,7 @@ def instructions(sass: list[str]) -> list[tuple[int, str]]:
 
 
 def loops(sass: list[str]) -> list[int]:
-    """Instruction counts of the loops (a backward branch to a label), innermost first by size."""
+    """Instruction counts of the innermost loops (a backward branch to a label), in code order."""
     items = instructions(sass)
     label_at, pending = {}, []
     for address, text in items:
@@ -124,12 +124,13 @@ def loops(sass: list[str]) -> list[int]:
             for name in pending:
                 label_at[name] = address
             pending = []
-    sizes = []
+    spans = []
     for address, text in items:
         target = re.search(r"BRA\s+`?\(?(\.L_x_\d+)", text)
         if address >= 0 and target and label_at.get(target.group(1), address + 1) < address:
-            sizes.append((address - label_at[target.group(1)]) // 16 + 1)
-    return sorted(sizes)
+            spans.append((label_at[target.group(1)], address))
+    innermost = [(a, b) for a, b in spans if not any((a, b) != (c, d) and a <= c and d <= b for c, d in spans)]
+    return [(b - a) // 16 + 1 for a, b in sorted(innermost)]
 
 
 def resident_programs(registers: int, shared: int, num_warps: int) -> int:
@@ -158,7 +159,7 @@ def analyse(module, shape, arch: int) -> dict:
     regs, stack, shared, sass = compile_kernel(
         module._recursion_kernel, {**rec, **flags, "STORE": True, "SCRATCH": False, "ZERO_INF": False},
         warps, arch)
-    frame_loops = [size for size in loops(sass) if size > 50]  # the alpha and beta loops (4 frames each)
+    frame_loops = [size for size in loops(sass) if size > 50]  # the beta and alpha loops (4 frames each)
     result["recursion"] = dict(config=cfg["recursion"], registers=regs, spill_bytes=stack,
                                programs_per_sm=resident_programs(regs, shared, warps),
                                instructions_per_warp_per_frame=max(frame_loops) / 4 if frame_loops else None)
@@ -166,14 +167,16 @@ def analyse(module, shape, arch: int) -> dict:
     grad = dict(cfg["grad"])
     warps = grad.pop("num_warps")
     regs, stack, shared, sass = compile_kernel(module._grad_kernel, {**grad, **flags, "MEAN": True}, warps, arch)
-    sizes = loops(sass)
+    sizes = [size for size in loops(sass) if size > 20]  # in code order
     straight = len([1 for address, _ in instructions(sass) if address >= 0])
-    if "CHAR_BLOCK" in grad:  # one loop over class chunks
+    if "CHAR_BLOCK" in grad:  # one loop, over class chunks
         trips = [-(-classes // grad["BLOCK_C"])]
-    else:  # legacy: blank-state chunks, then (class chunk x label chunk) tiles
-        trips = [-(-(length + 1) // grad["BLOCK_L"]), -(-classes // grad["BLOCK_C"]) * -(-length // grad["BLOCK_L"])]
-    big = sorted(size for size in sizes if size > 20)[-len(trips):]
-    dynamic = straight + sum(size * (trip - 1) for size, trip in zip(big, sorted(trips)))
+    else:  # legacy: a loop over blank-state chunks, then (class chunk x label chunk) tiles
+        trips = [-(-(length + 1) // grad["BLOCK_L"]),
+                 -(-classes // grad["BLOCK_C"]) * -(-length // grad["BLOCK_L"])]
+    if len(sizes) != len(trips):
+        raise RuntimeError(f"expected {len(trips)} loops in the gradient kernel, found {sizes}")
+    dynamic = straight + sum(size * (trip - 1) for size, trip in zip(sizes, trips))
     result["grad"] = dict(config=cfg["grad"], registers=regs, spill_bytes=stack,
                           programs_per_sm=resident_programs(regs, shared, warps),
                           warp_instructions_per_frame=dynamic * warps)

@@ -556,3 +556,21 @@ def test_benchmark_script_cpu_path(tmp_path):
     for row in report["correctness"]["agreement"]:
         assert row["loss_err_ratio"] <= 2.0 + 1e-6 or row["ours_fp32_loss_err"] < 1e-5
         assert not row["ours_fp32_nan"] and not row["ours_bf16_nan"]
+
+
+def test_static_analysis_script():
+    """``benchmarks/ctc_static.py`` compiles the kernels for sm_90 without a GPU and reads the SASS."""
+    args = [sys.executable, str(REPO / "benchmarks" / "ctc_static.py"), "--shape", "4", "16", "10", "5"]
+    if (REPO / ".git").exists():
+        args += ["--rev", "HEAD"]  # the committed kernels as the baseline: ratios are printed
+    result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for kernel in ("emit", "recursion", "grad"):
+        assert f"\n{kernel}: " in result.stdout
+    registers = [int(line.split()[1]) for line in result.stdout.splitlines() if line.split()[:1] == ["registers"]]
+    assert len(registers) == 3 and all(0 < r <= 255 for r in registers)
+    per_frame = [line for line in result.stdout.splitlines() if "instructions_per_warp_per_frame" in line]
+    assert per_frame and float(per_frame[0].split()[1]) > 10
+    if "--rev" in args:
+        assert "baseline / current" in result.stdout

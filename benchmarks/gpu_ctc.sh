@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The GPU checks of the fused CTC loss, in one script for one device lease (about 3 minutes):
+#   1. the CTC test-suite with the Triton kernels compiled for CUDA (no interpreter)
+#   2. benchmarks/ctc_bench.py --quick: speed and memory vs PyTorch/cuDNN, per-kernel GPU time,
+#      determinism, float64 agreement, and the sweep of kernel options (warps, shift, directions)
+# Each part has its own timeout, so one failure cannot eat the lease. Logs and JSON go to $OUT.
+# Usage on the device: OUT=/some/dir bash benchmarks/gpu_ctc.sh
+set -u
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-}:$PWD"
+{ date -u; git log --oneline -1 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  python3 -c "import torch, triton, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+timeout 180 python3 -m pytest tests/ctc -q -x -p no:cacheprovider > "$OUT/ctc_tests.log" 2>&1
+echo "ctc tests exit $?" >> "$OUT/ctc_tests.log"; tail -3 "$OUT/ctc_tests.log"
+timeout 300 python3 benchmarks/ctc_bench.py --quick --json "$OUT/ctc_bench.json" > "$OUT/ctc_bench.log" 2>&1
+echo "ctc bench exit $?" >> "$OUT/ctc_bench.log"; tail -60 "$OUT/ctc_bench.log"
