@@ -19,6 +19,8 @@ from PIL import Image
 from text_recognizer.checkpoint import CheckpointError, load_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.decode import DecodedLine, ctc_decode
+from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder, add_decoder_arguments, decoder_kwargs
+from text_recognizer.ctc.lm import LanguageModelError, decoder_bundle_for, load_bundle
 from text_recognizer.data.folder import open_image
 from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.stem import preprocess
@@ -37,10 +39,27 @@ def default_checkpoint() -> Path:
     return DEFAULT_CHECKPOINT
 
 
-class LineRecognizer:
-    """Load a checkpoint once; ``predict`` images of single text lines."""
+def oriented_size(image: Image.Image) -> tuple[int, int]:
+    """``(width, height)`` after EXIF orientation, as the stem sees the image."""
+    orientation = image.getexif().get(0x0112, 1)
+    return (image.height, image.width) if orientation in (5, 6, 7, 8) else (image.width, image.height)
 
-    def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16):
+
+class LineRecognizer:
+    """Load a checkpoint once; ``predict`` images of single text lines.
+
+    ``decoder``: ``"greedy"`` (best path) or ``"beam"`` (beam search with the checkpoint's language
+    model when it has one: inside the checkpoint or in ``<checkpoint>.decoder.pt``; see
+    ``text_recognizer.ctc.lm``). ``decoder_bundle`` overrides where that comes from, ``use_lm=False``
+    searches without the LM, ``beam_options`` overrides the tuned ``BeamOptions`` (beam_width,
+    lm_weight, word_bonus, token_beam, threshold).
+    """
+
+    def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16,
+                 decoder: str = "greedy", decoder_bundle: str | Path | None = None, use_lm: bool = True,
+                 beam_options: dict | None = None):
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
         path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
         payload = load_checkpoint(path, map_location="cpu")
         try:
@@ -56,6 +75,14 @@ class LineRecognizer:
         self.device = torch.device(device)
         self.model.to(self.device).eval()
         self.batch_size = batch_size
+        try:
+            bundle = (load_bundle(decoder_bundle, self.codec) if decoder_bundle is not None
+                      else decoder_bundle_for(path, payload, self.codec))
+        except LanguageModelError as error:
+            raise CheckpointError(str(error)) from error
+        if decoder == "beam" and self.loss != "ctc":
+            raise ValueError(f"decoder='beam' needs a CTC model; {path} was trained with loss {self.loss!r}")
+        self.decoder = LineDecoder(self.codec, decoder, bundle, use_lm=use_lm, **(beam_options or {}))
 
     @property
     def height(self) -> int:
@@ -67,9 +94,25 @@ class LineRecognizer:
             image = open_image(Path(image))
         return preprocess(image, self.config.height)
 
+    def geometry(self, stem_width: int, image_size: tuple[int, int] | None = None) -> Geometry:
+        """Frame -> pixel mapping for a line; ``image_size`` (original width, height) scales it back."""
+        scale, width = 1.0, float(stem_width)
+        if image_size is not None:
+            w, h = image_size
+            resized = max(1, round(w * self.config.height / h))  # the stem's width before any padding
+            scale, width = w / resized, float(w)
+        return Geometry(self.config.window_width, self.config.window_stride, scale, width)
+
     @torch.inference_mode()
-    def predict_tensors(self, lines: Sequence[torch.Tensor]) -> list[DecodedLine]:
-        """Decode preprocessed ``(1, H, W)`` lines, batched by similar width to limit padding."""
+    def predict_tensors(self, lines: Sequence[torch.Tensor],
+                        image_sizes: Sequence[tuple[int, int]] | None = None) -> list[DecodedLine]:
+        """Decode preprocessed ``(1, H, W)`` lines, batched by similar width to limit padding.
+
+        ``image_sizes`` (original ``(width, height)`` per line) puts word and character positions in
+        the original images' pixels; without it they are in preprocessed pixels.
+        """
+        if image_sizes is not None and len(image_sizes) != len(lines):
+            raise ValueError(f"image_sizes has {len(image_sizes)} entries for {len(lines)} lines")
         results: list[DecodedLine | None] = [None] * len(lines)
         order = sorted(range(len(lines)), key=lambda i: lines[i].shape[-1])
         for start in range(0, len(order), self.batch_size):
@@ -80,14 +123,21 @@ class LineRecognizer:
                 batch[row, :, :, : lines[i].shape[-1]] = lines[i]
             logits = self.model(batch.to(self.device), widths)  # (B, T, C)
             frames = self.model.output_lengths(widths)
-            decoded = ctc_decode(logits, self.codec, frames, collapse_repeats=self.loss == "ctc")
-            for i, line in zip(chunk, decoded):
-                results[i] = line
+            if self.loss != "ctc":  # per-window (NLL) baseline: every frame is a character
+                for i, line in zip(chunk, ctc_decode(logits, self.codec, frames, collapse_repeats=False)):
+                    results[i] = line
+                continue
+            log_probs = logits.float().log_softmax(-1).cpu()  # (B, T, C)
+            for row, i in enumerate(chunk):
+                size = image_sizes[i] if image_sizes is not None else None
+                geometry = self.geometry(lines[i].shape[-1], size)
+                results[i] = self.decoder.decode(log_probs[row, : int(frames[row])], geometry)
         return results  # type: ignore[return-value]
 
     def predict_lines(self, images: Sequence[Image.Image | str | Path]) -> list[DecodedLine]:
-        """Images (PIL or paths) -> decoded lines with confidences, in input order."""
-        return self.predict_tensors([self.preprocess(image) for image in images])
+        """Images (PIL or paths) -> decoded lines with confidences, words and characters, in input order."""
+        opened = [open_image(Path(image)) if isinstance(image, (str, Path)) else image for image in images]
+        return self.predict_tensors([self.preprocess(image) for image in opened], [oriented_size(i) for i in opened])
 
     def predict(self, images: Sequence[Image.Image | str | Path] | Image.Image) -> list[str]:
         """Images -> texts, in input order (a single image gives a one-element list)."""
@@ -104,19 +154,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("images", nargs="+", type=Path, help="image files, one text line each")
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--json", action="store_true", help="print a JSON list of {image, text, confidence}")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON list of {image, text, confidence, words, chars} (positions in pixels)")
     parser.add_argument("--device", default="cpu", help="torch device")
+    add_decoder_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        recognizer = LineRecognizer(args.checkpoint, device=args.device)
+        recognizer = LineRecognizer(args.checkpoint, device=args.device, **decoder_kwargs(args))
         lines = recognizer.predict_lines(args.images)
     except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps([
-            {"image": str(p), "text": line.text, "confidence": round(line.confidence, 4)}
-            for p, line in zip(args.images, lines)
+            {"image": str(p), **line.to_dict()} for p, line in zip(args.images, lines)
         ], indent=2))
     else:
         for line in lines:

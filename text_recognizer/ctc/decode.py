@@ -14,15 +14,44 @@ from text_recognizer.codec import BLANK_ID, Codec
 
 
 @dataclass(frozen=True)
-class DecodedLine:
-    """A decoded line: its text and a confidence in [0, 1].
+class Span:
+    """A word or character of a decoded line: its text, a confidence in [0, 1] and where it is.
 
-    The confidence is the geometric mean over the line's frames of the best class probability,
-    i.e. ``exp(mean_t max_c log p_t(c))``: 1 when the model is certain of every frame.
+    ``start``/``end`` are x positions in pixels of the original image (the union of the sliding
+    windows of the frames it was read from); ``first_frame``/``last_frame`` are those frames.
     """
 
     text: str
     confidence: float
+    start: float
+    end: float
+    first_frame: int
+    last_frame: int
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "confidence": round(self.confidence, 4),
+                "start": round(self.start, 1), "end": round(self.end, 1)}
+
+
+@dataclass(frozen=True)
+class DecodedLine:
+    """A decoded line: its text and a confidence in [0, 1], with its words and characters if known.
+
+    ``ctc_decode`` fills only ``text`` and ``confidence``: the geometric mean over the line's frames
+    of the best class probability, ``exp(mean_t max_c log p_t(c))``. ``text_recognizer.ctc.decoder``
+    also fills ``words`` and ``chars`` (spaces are not characters here) and calibrates the numbers
+    (see its docstring for what they mean).
+    """
+
+    text: str
+    confidence: float
+    words: tuple[Span, ...] = ()
+    chars: tuple[Span, ...] = ()
+
+    def to_dict(self) -> dict:
+        """``{text, confidence, words: [{text, confidence, start, end}], chars: [...]}`` (plain JSON types)."""
+        return {"text": self.text, "confidence": round(self.confidence, 4),
+                "words": [w.to_dict() for w in self.words], "chars": [c.to_dict() for c in self.chars]}
 
 
 def collapse(ids: list[int], blank: int = BLANK_ID) -> list[int]:

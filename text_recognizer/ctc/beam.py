@@ -1,0 +1,135 @@
+"""Beam-search CTC decoding with an optional character language model (flashlight-text + KenLM).
+
+Why flashlight-text: it installs from PyPI as a wheel with KenLM inside (no compiler), its
+lexicon-free decoder scores a character LM at every character, and it was the fastest and most
+accurate of the libraries we measured (``benchmarks/RESULTS.md``: pyctcdecode with a word LM was
+slower, less accurate, and pins ``numpy<2``). Scores are ``log p_ctc + lm_weight * log p_lm +
+word_bonus * (number of spaces)``.
+
+The decoder returns the best *frame path* (one class per frame), so the caller can place every
+character on the frames (and pixels) it came from and give it a confidence.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass, fields
+
+import torch
+
+from text_recognizer.codec import BLANK_ID, Codec
+from text_recognizer.ctc.lm import SPACE_TOKEN, LanguageModelError
+
+
+@dataclass(frozen=True)
+class BeamOptions:
+    """Beam-search settings; defaults are the values tuned for the bundled model on half of IAM val.
+
+    ``beam_width``: hypotheses kept per frame (more: slower, rarely better past 16).
+    ``lm_weight``: weight of the language model's log-probability (0: no LM).
+    ``word_bonus``: score added per space (word insertion bonus), counters the LM's preference for
+    fewer, longer words.
+    ``token_beam``: classes tried per frame (the most likely ones); ``threshold``: hypotheses more
+    than this far (log units) below the best are dropped.
+    """
+
+    beam_width: int = 8
+    lm_weight: float = 1.2
+    word_bonus: float = 1.5
+    token_beam: int = 10
+    threshold: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in ("beam_width", "token_beam"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("lm_weight", "word_bonus", "threshold"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+                raise TypeError(f"{name} must be a number, got {value!r}")
+        if self.lm_weight < 0:
+            raise ValueError(f"lm_weight must be >= 0, got {self.lm_weight}")
+        if self.threshold <= 0:
+            raise ValueError(f"threshold must be > 0, got {self.threshold}")
+
+    @classmethod
+    def from_dict(cls, data: dict | None, **overrides) -> BeamOptions:
+        """Known keys of ``data`` (a bundle's tuned settings), then non-``None`` ``overrides``."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in (data or {}).items() if k in names}
+        unknown = sorted(set(overrides) - names)
+        if unknown:
+            raise TypeError(f"unknown beam options {unknown}; known: {sorted(names)}")
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class BeamDecoder:
+    """Flashlight's lexicon-free CTC beam search over one line's ``(T, C)`` log-probabilities."""
+
+    def __init__(self, codec: Codec, options: BeamOptions | None = None, arpa: str | None = None):
+        from flashlight.lib.text.decoder import (
+            CriterionType,
+            KenLM,
+            LexiconFreeDecoder,
+            LexiconFreeDecoderOptions,
+            ZeroLM,
+        )
+        from flashlight.lib.text.dictionary import Dictionary
+
+        if not isinstance(codec, Codec):
+            raise TypeError(f"codec must be a Codec, got {type(codec).__name__}")
+        self.codec = codec
+        self.options = options or BeamOptions()
+        tokens = ["<blank>"] + [SPACE_TOKEN if c == " " else c for c in codec.charset]
+        self.space_id = tokens.index(SPACE_TOKEN) if " " in codec.charset else BLANK_ID
+        self.has_lm = arpa is not None and self.options.lm_weight > 0
+        if self.has_lm:
+            lm = _load_kenlm(KenLM, arpa, Dictionary(tokens))
+        else:
+            lm = ZeroLM()
+        settings = LexiconFreeDecoderOptions(
+            beam_size=self.options.beam_width, beam_size_token=min(self.options.token_beam, len(tokens)),
+            beam_threshold=float(self.options.threshold), lm_weight=float(self.options.lm_weight if self.has_lm else 0),
+            sil_score=float(self.options.word_bonus), log_add=False, criterion_type=CriterionType.CTC,
+        )
+        self._lm = lm  # the decoder keeps a reference; so do we
+        self._decoder = LexiconFreeDecoder(settings, lm, self.space_id, BLANK_ID, [])
+
+    def best_path(self, log_probs: torch.Tensor) -> list[int]:
+        """``(T, C)`` log-probabilities -> the best hypothesis as one class id per frame."""
+        if log_probs.dim() != 2 or log_probs.shape[1] != self.codec.num_classes:
+            raise ValueError(
+                f"log_probs must be (T, {self.codec.num_classes}), got shape {tuple(log_probs.shape)}"
+            )
+        frames = log_probs.shape[0]
+        if frames == 0:
+            return []
+        emissions = log_probs.detach().to("cpu", torch.float32).contiguous()
+        results = self._decoder.decode(emissions.data_ptr(), frames, emissions.shape[1])
+        return [int(i) for i in results[0].tokens[1 : frames + 1]]  # flashlight pads one token each side
+
+
+def _load_kenlm(kenlm_class, arpa: str, dictionary):
+    """KenLM reads from a path: write the ARPA text to a private temporary file and load it."""
+    fd, path = tempfile.mkstemp(suffix=".arpa")
+    saved = os.dup(2)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(arpa)
+        with open(os.devnull, "w") as quiet:  # KenLM draws a progress bar on stderr while loading
+            os.dup2(quiet.fileno(), 2)
+            try:
+                return kenlm_class(path, dictionary)
+            finally:
+                os.dup2(saved, 2)
+    except RuntimeError as error:
+        raise LanguageModelError(f"the language model could not be loaded by KenLM: {error}") from error
+    finally:
+        os.close(saved)
+        os.unlink(path)

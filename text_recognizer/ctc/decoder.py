@@ -1,0 +1,189 @@
+"""Decode a model's frames into text with words, characters, positions and calibrated confidences.
+
+One entry point for every caller (recognizer, evaluation, API): ``LineDecoder(codec, "greedy" |
+"beam", bundle, ...)``. Both decoders produce a frame path (one class per frame: the arg-max for
+greedy, the best beam hypothesis for beam); everything after that is shared:
+
+- a character is a run of the same non-blank class in the path; it spans the frames of that run,
+  and frame ``t`` saw pixels ``[t * stride, t * stride + window_width)`` of the preprocessed line,
+  scaled back to the original image's width;
+- a character's raw score is its best frame probability ``max_t p_t(c)`` over its frames (a
+  character the LM chose against the model's evidence scores low);
+- the raw scores become probabilities through the bundle's calibration
+  (``text_recognizer.ctc.calibration``): characters ``P(char right)``, words ``P(word exactly
+  right)``, the line ``expected fraction of characters right (1 - CER)``. Without a calibration
+  (a checkpoint with no decoder bundle) they are the uncalibrated ``p(c)``, the product of a word's
+  ``p(c)``, and the line's mean best-frame probability (geometric), as before.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from text_recognizer.codec import BLANK_ID, Codec
+from text_recognizer.ctc import calibration as cal
+from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
+from text_recognizer.ctc.decode import DecodedLine, Span
+from text_recognizer.ctc.lm import arpa_text
+
+DECODERS = ("greedy", "beam")
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Maps frames to x pixels of the original image: window width and stride in preprocessed
+    pixels, ``scale`` original pixels per preprocessed pixel, and the original ``image_width``."""
+
+    window_width: int
+    stride: int
+    scale: float = 1.0
+    image_width: float | None = None
+
+    def x_range(self, first: int, last: int) -> tuple[float, float]:
+        start = first * self.stride * self.scale
+        end = (last * self.stride + self.window_width) * self.scale
+        if self.image_width is not None:
+            start, end = min(start, self.image_width), min(end, self.image_width)
+        return start, end
+
+
+def runs(path: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Non-blank runs of a frame path as ``(class id, first frame, last frame)``."""
+    out: list[tuple[int, int, int]] = []
+    for t, i in enumerate(path):
+        if i == BLANK_ID:
+            continue
+        if out and out[-1][0] == i and out[-1][2] == t - 1:
+            out[-1] = (i, out[-1][1], t)
+        else:
+            out.append((i, t, t))
+    return out
+
+
+def line_features(path: Sequence[int], log_probs: torch.Tensor) -> dict:
+    """Raw scores of one line's path: characters (with spaces), words and the line."""
+    frames = len(path)
+    chars = []
+    for i, first, last in runs(path):
+        logp = float(log_probs[first : last + 1, i].max())
+        chars.append((i, first, last, logp))
+    mean_best = float(log_probs[:frames].max(-1).values.mean()) if frames else -50.0  # no frames: confidence ~0
+    return {"chars": chars, "mean_best": mean_best}
+
+
+def word_features(char_logps: Sequence[float]) -> list[float]:
+    """A word's calibration features: its weakest character's log-probability and their mean."""
+    return [min(char_logps), sum(char_logps) / len(char_logps)]
+
+
+def line_calibration_features(char_logps: Sequence[float], mean_best: float) -> list[float]:
+    """A line's calibration features: mean character log-probability and mean best-frame log-probability."""
+    mean_char = sum(char_logps) / len(char_logps) if char_logps else -50.0
+    return [mean_char, mean_best]
+
+
+class LineDecoder:
+    """Greedy or beam decoding + spans + confidences, configured once per model."""
+
+    def __init__(self, codec: Codec, decoder: str = "greedy", bundle: dict | None = None,
+                 use_lm: bool = True, **beam_overrides):
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
+        if not isinstance(codec, Codec):
+            raise TypeError(f"codec must be a Codec, got {type(codec).__name__}")
+        self.codec = codec
+        self.name = decoder
+        self.bundle = bundle or {}
+        self.calibration = (self.bundle.get("calibration") or {}).get(decoder)
+        self.beam: BeamDecoder | None = None
+        self.options: BeamOptions | None = None
+        if decoder == "beam":
+            self.options = BeamOptions.from_dict(self.bundle.get("beam"), **beam_overrides)
+            arpa = arpa_text(self.bundle) if (use_lm and self.bundle) else None
+            self.beam = BeamDecoder(codec, self.options, arpa)
+        elif any(v is not None for v in beam_overrides.values()):
+            raise ValueError(f"beam options {sorted(beam_overrides)} need decoder='beam'")
+
+    @property
+    def has_lm(self) -> bool:
+        return self.beam is not None and self.beam.has_lm
+
+    def path(self, log_probs: torch.Tensor) -> list[int]:
+        """One line's ``(T, C)`` log-probabilities -> frame path."""
+        if self.beam is not None:
+            return self.beam.best_path(log_probs)
+        return log_probs.argmax(-1).tolist()
+
+    def decode(self, log_probs: torch.Tensor, geometry: Geometry) -> DecodedLine:
+        """One line's ``(T, C)`` log-probabilities (valid frames only) -> a ``DecodedLine`` with spans."""
+        log_probs = log_probs.detach().float().cpu()
+        if log_probs.dim() != 2 or log_probs.shape[1] != self.codec.num_classes:
+            raise ValueError(f"log_probs must be (T, {self.codec.num_classes}), got shape {tuple(log_probs.shape)}")
+        path = self.path(log_probs)
+        raw = line_features(path, log_probs)
+        return self.assemble(raw, geometry)
+
+    def assemble(self, raw: dict, geometry: Geometry) -> DecodedLine:
+        """Raw per-line scores -> text, words, characters and (calibrated) confidences."""
+        c = self.calibration
+        chars: list[Span] = []
+        words: list[Span] = []
+        current: list[tuple[int, int, int, float]] = []
+        text_parts: list[str] = []
+
+        def close_word() -> None:
+            if not current:
+                return
+            logps = [x[3] for x in current]
+            confidence = cal.apply(c["word"], word_features(logps), "word") if c else math.exp(sum(logps))
+            start, end = geometry.x_range(current[0][1], current[-1][2])
+            words.append(Span(self.codec.decode([x[0] for x in current]), confidence, start, end,
+                              current[0][1], current[-1][2]))
+            current.clear()
+
+        for item in raw["chars"]:
+            i, first, last, logp = item
+            character = self.codec.decode([i])
+            text_parts.append(character)
+            if character == " ":
+                close_word()
+                continue
+            confidence = cal.apply(c["char"], [logp], "char") if c else math.exp(logp)
+            start, end = geometry.x_range(first, last)
+            chars.append(Span(character, confidence, start, end, first, last))
+            current.append(item)
+        close_word()
+        text = "".join(text_parts)
+        char_logps = [x[3] for x in raw["chars"]]
+        if c:
+            line_confidence = cal.apply(c["line"], line_calibration_features(char_logps, raw["mean_best"]), "line")
+        else:
+            line_confidence = math.exp(raw["mean_best"])
+        return DecodedLine(text=text, confidence=line_confidence, words=tuple(words), chars=tuple(chars))
+
+
+def add_decoder_arguments(parser) -> None:
+    """The decoding flags shared by the command-line tools (``--decoder``, beam options)."""
+    group = parser.add_argument_group("decoding")
+    group.add_argument("--decoder", choices=DECODERS, default="greedy",
+                       help="greedy: best path; beam: beam search with the checkpoint's language model")
+    group.add_argument("--no-lm", action="store_true", help="beam search without the language model")
+    group.add_argument("--decoder-bundle", type=str, default=None,
+                       help="decoder bundle (LM, tuned settings, calibration); default: the checkpoint's")
+    defaults = BeamOptions()
+    group.add_argument("--beam-width", type=int, default=None, help=f"hypotheses kept (tuned default {defaults.beam_width})")
+    group.add_argument("--lm-weight", type=float, default=None, help=f"LM weight (tuned default {defaults.lm_weight})")
+    group.add_argument("--word-bonus", type=float, default=None,
+                       help=f"score per word, i.e. per space (tuned default {defaults.word_bonus})")
+
+
+def decoder_kwargs(args) -> dict:
+    """``LineRecognizer`` keyword arguments from ``add_decoder_arguments``' flags."""
+    overrides = {"beam_width": args.beam_width, "lm_weight": args.lm_weight, "word_bonus": args.word_bonus}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    return {"decoder": args.decoder, "use_lm": not args.no_lm, "decoder_bundle": args.decoder_bundle,
+            "beam_options": overrides or None}

@@ -1,0 +1,205 @@
+"""Character language models for beam search, and the decoder bundle that carries one with a model.
+
+Build a character n-gram model from text files and store it next to a checkpoint::
+
+    python -m text_recognizer.ctc.lm --checkpoint best.pt --order 6 TEXT_OR_FOLDER...
+
+Why characters: handwriting is full of words no lexicon holds (names, misspellings, hyphenated
+halves), and a character model scores them all, while still knowing English spelling and which
+words follow which over its 6-character window (KenLM in flashlight-text supports orders <= 6).
+Spaces are the token ``|`` (ARPA tokens cannot be blank).
+
+Text sources: a ``.txt`` file is one line of text per line; a folder (or a ``labels.tsv``) is a
+dataset folder whose IAM-tokenised labels are turned into natural spacing (``detokenize``), the
+spacing the recognizer outputs. Never build it from validation or test text.
+
+The decoder bundle is a plain-types dict (``torch.load(..., weights_only=True)`` reads it): the
+gzipped ARPA text, the alphabet it was built for, the beam settings tuned for the model and the
+confidence calibration. ``decoder_bundle_for`` is the one place that finds it for a checkpoint:
+inside the checkpoint under ``"decoder"`` if present, else in the file ``<checkpoint>.decoder.pt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import torch
+
+from text_recognizer.codec import Codec
+from text_recognizer.ctc.ngram import estimate_kneser_ney, write_arpa
+
+SPACE_TOKEN = "|"
+BUNDLE_KIND = "text_recognizer.decoder"
+BUNDLE_VERSION = 1
+#: KenLM inside flashlight-text is compiled for orders up to 6.
+MAX_ORDER = 6
+#: The default training text of the bundled model's LM (IAM train + train_extra, never val).
+DEFAULT_TEXT = ("../shared/data/iam/train", "../shared/data/iam/train_extra")
+
+
+class LanguageModelError(ValueError):
+    """A language model or decoder bundle is missing, corrupt or built for another alphabet."""
+
+
+def read_texts(sources: Sequence[str | Path]) -> list[str]:
+    """Lines of text from ``.txt`` files and dataset folders (labels detokenised to natural spacing)."""
+    from text_recognizer.data.folder import read_labels
+    from text_recognizer.data.tokenization import detokenize
+
+    if isinstance(sources, (str, Path)) or not sources:
+        raise ValueError(f"sources must be a non-empty list of files or folders, got {sources!r}")
+    lines: list[str] = []
+    for source in map(Path, sources):
+        if source.is_dir() or source.name == "labels.tsv":
+            folder = source if source.is_dir() else source.parent
+            lines.extend(detokenize(record.text) for record in read_labels(folder))
+        elif source.is_file():
+            text = source.read_text(encoding="utf-8")
+            lines.extend(line.strip() for line in text.splitlines())
+        else:
+            raise ValueError(f"text source {source} is neither a file nor a folder")
+    lines = [" ".join(line.split()) for line in lines]
+    return [line for line in lines if line]
+
+
+def char_tokens(text: str) -> list[str]:
+    """One LM token per character, spaces as ``|``."""
+    return [SPACE_TOKEN if c == " " else c for c in text]
+
+
+def build_arpa(lines: Iterable[str], codec: Codec, order: int = MAX_ORDER) -> str:
+    """Estimate a character n-gram model (interpolated Kneser-Ney) and return its ARPA text.
+
+    Lines with characters outside ``codec`` are dropped (they could never be decoded anyway).
+    """
+    if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= MAX_ORDER:
+        raise ValueError(f"order must be an integer in [1, {MAX_ORDER}] (KenLM's limit), got {order!r}")
+    if SPACE_TOKEN in codec.charset:
+        raise ValueError(f"the codec's charset uses {SPACE_TOKEN!r}, which the LM reserves for spaces")
+    sentences = [char_tokens(line) for line in lines if line and not codec.unknown_characters(line)]
+    if not sentences:
+        raise ValueError("no usable text: every line was empty or had characters outside the model's charset")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_arpa(estimate_kneser_ney(sentences, order), Path(tmp) / "lm.arpa")
+        return path.read_text(encoding="utf-8")
+
+
+def make_bundle(arpa: str | None, codec: Codec, order: int | None, source: str, beam: dict | None = None,
+                calibration: dict | None = None) -> dict:
+    """A decoder bundle of plain types (see the module docstring)."""
+    lm = None
+    if arpa is not None:
+        data = arpa.encode("utf-8")
+        lm = {"unit": "char", "order": order, "space_token": SPACE_TOKEN, "source": source,
+              "sha256": hashlib.sha256(data).hexdigest(), "arpa_gz": gzip.compress(data, mtime=0)}
+    return {"kind": BUNDLE_KIND, "version": BUNDLE_VERSION, "charset": codec.charset, "lm": lm,
+            "beam": dict(beam or {}), "calibration": calibration}
+
+
+def bundle_path(checkpoint: str | Path) -> Path:
+    """Where the decoder bundle of ``checkpoint`` lives: ``best.pt`` -> ``best.decoder.pt``."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(checkpoint.stem + ".decoder.pt")
+
+
+def save_bundle(bundle: dict, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(bundle, path)
+    return path
+
+
+def load_bundle(path: str | Path, codec: Codec | None = None) -> dict:
+    """Read and check a decoder bundle; ``LanguageModelError`` names the file and the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise LanguageModelError(f"decoder bundle {path} does not exist")
+    try:
+        bundle = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for corrupt files
+        raise LanguageModelError(f"decoder bundle {path} could not be read (corrupt?): {error}") from error
+    return check_bundle(bundle, codec, str(path))
+
+
+def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
+    """Validate a bundle's shape, its ARPA checksum and its alphabet against ``codec``."""
+    if not isinstance(bundle, dict) or bundle.get("kind") != BUNDLE_KIND:
+        raise LanguageModelError(f"{where} is not a text_recognizer decoder bundle")
+    if bundle.get("version") != BUNDLE_VERSION:
+        raise LanguageModelError(f"{where} has bundle version {bundle.get('version')}, this version reads {BUNDLE_VERSION}")
+    if codec is not None and bundle.get("charset") != codec.charset:
+        raise LanguageModelError(
+            f"{where} was built for the alphabet {bundle.get('charset')!r}, but the model's is {codec.charset!r}"
+        )
+    lm = bundle.get("lm")
+    if lm is not None:
+        try:
+            data = gzip.decompress(lm["arpa_gz"])
+        except (OSError, EOFError, KeyError, TypeError) as error:
+            raise LanguageModelError(f"{where}: the language model is corrupt ({error})") from error
+        if hashlib.sha256(data).hexdigest() != lm.get("sha256"):
+            raise LanguageModelError(f"{where}: the language model's checksum does not match (corrupt file)")
+    return bundle
+
+
+def decoder_bundle_for(checkpoint: str | Path, payload: dict, codec: Codec) -> dict | None:
+    """The decoder bundle travelling with a checkpoint (inside it, else next to it), or ``None``."""
+    if payload.get("decoder") is not None:
+        return check_bundle(payload["decoder"], codec, f"checkpoint {checkpoint}")
+    path = bundle_path(checkpoint)
+    return load_bundle(path, codec) if path.is_file() else None
+
+
+def arpa_text(bundle: dict) -> str | None:
+    """The bundle's ARPA text (``None`` without an LM)."""
+    lm = bundle.get("lm")
+    return None if lm is None else gzip.decompress(lm["arpa_gz"]).decode("utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m text_recognizer.ctc.lm",
+        description="Build a character n-gram language model from text and store it with a checkpoint.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("texts", nargs="*", type=Path, default=[Path(p) for p in DEFAULT_TEXT],
+                        help=".txt files (one line each) or dataset folders (labels.tsv, detokenised); "
+                             "default: IAM train + train_extra. Never validation or test text")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="model whose alphabet the LM uses; the bundle goes next to it (default: the bundled model)")
+    parser.add_argument("--order", type=int, default=MAX_ORDER, help=f"n-gram order, 1..{MAX_ORDER}")
+    parser.add_argument("--out", type=Path, default=None, help="bundle path (default: <checkpoint>.decoder.pt)")
+    parser.add_argument("--arpa", type=Path, default=None, help="also write the plain ARPA file here")
+    args = parser.parse_args(argv)
+    from text_recognizer.checkpoint import CheckpointError, load_checkpoint
+    from text_recognizer.recognizer import default_checkpoint
+
+    try:
+        checkpoint = args.checkpoint or default_checkpoint()
+        codec = Codec.from_dict(load_checkpoint(checkpoint)["codec"])
+        lines = read_texts(args.texts)
+        arpa = build_arpa(lines, codec, args.order)
+        out = args.out or bundle_path(checkpoint)
+        previous = load_bundle(out, codec) if out.is_file() else {}
+        bundle = make_bundle(arpa, codec, args.order, source=", ".join(map(str, args.texts)),
+                             beam=previous.get("beam"), calibration=previous.get("calibration"))
+        save_bundle(bundle, out)
+        if args.arpa:
+            args.arpa.write_text(arpa, encoding="utf-8")
+    except (CheckpointError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(lines)} lines -> order-{args.order} character LM in {out} "
+          f"({len(bundle['lm']['arpa_gz']) / 2**20:.1f} MiB gzipped)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""Interpolated Kneser-Ney n-gram estimation, written as an ARPA file.
+
+Why this exists: KenLM's estimator (``lmplz``) is a C++ binary that no PyPI package ships, and the
+pure-Python ARPA builders on PyPI we tried (``arpabo`` 0.3.0) write Kneser-Ney models without
+back-off weights (their probabilities do not sum to one) and with a header KenLM refuses to read.
+So we estimate the model here, in the usual way (Chen & Goodman's interpolated Kneser-Ney with one
+absolute discount per order, ``D = n1 / (n1 + 2 n2)``), and let KenLM (inside flashlight-text)
+query it. The tests check that every context's distribution sums to one.
+
+Interpolated KN in back-off (ARPA) form: for a seen n-gram ``h w`` the file stores the
+interpolated ``p(w | h)``; the back-off weight of context ``h`` is its interpolation weight
+``gamma(h) = D * N1+(h .) / c(h .)``, so for an unseen ``w`` the reader computes exactly
+``gamma(h) * p(w | h')``. Lower orders use continuation counts (how many distinct words precede
+an n-gram), except n-grams that start with ``<s>``, which keep their raw counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+
+
+def _discount(counts: Counter) -> float:
+    """Absolute discount ``n1 / (n1 + 2 n2)`` from the counts-of-counts, 0.5 when undefined."""
+    n1 = sum(1 for c in counts.values() if c == 1)
+    n2 = sum(1 for c in counts.values() if c == 2)
+    if n1 == 0 or n2 == 0:
+        return 0.5
+    return min(max(n1 / (n1 + 2 * n2), 0.05), 0.95)
+
+
+def estimate_kneser_ney(sentences: Iterable[Sequence[str]], order: int) -> list[dict[tuple[str, ...], tuple[float, float]]]:
+    """Token sequences -> per order ``{ngram: (log10 prob, log10 back-off)}`` (back-off 0 at the top order).
+
+    Each sentence is wrapped in ``<s> ... </s>``; ``<unk>`` gets the uniform share of the unigram
+    distribution's interpolation mass.
+    """
+    if not isinstance(order, int) or isinstance(order, bool) or order < 1:
+        raise ValueError(f"order must be an integer >= 1, got {order!r}")
+    raw: list[Counter] = [Counter() for _ in range(order)]
+    for sentence in sentences:
+        tokens = [BOS, *sentence, EOS]
+        for token in sentence:
+            if not isinstance(token, str) or not token or any(ch.isspace() for ch in token) or token in (BOS, EOS):
+                raise ValueError(f"sentences must hold non-empty tokens without whitespace, got {token!r}")
+        for n in range(1, order + 1):
+            for i in range(len(tokens) - n + 1):
+                raw[n - 1][tuple(tokens[i : i + n])] += 1
+    if not raw[0]:
+        raise ValueError("sentences must not be empty: no text to estimate a language model from")
+    # adjusted counts: continuation counts below the top order, except n-grams starting with <s>
+    adjusted: list[Counter] = [Counter() for _ in range(order)]
+    adjusted[order - 1] = raw[order - 1]
+    for n in range(order - 1, 0, -1):
+        continuation: Counter = Counter(gram[1:] for gram in raw[n])
+        adjusted[n - 1] = Counter({
+            gram: (count if gram[0] == BOS else continuation.get(gram, 0)) for gram, count in raw[n - 1].items()
+        })
+        # a gram seen only after <s> (e.g. the first token) still needs a positive count
+        for gram, count in adjusted[n - 1].items():
+            if count == 0:
+                adjusted[n - 1][gram] = raw[n - 1][gram]
+    del adjusted[0][(BOS,)]
+    probs: list[dict[tuple[str, ...], float]] = [dict() for _ in range(order)]
+    gammas: list[dict[tuple[str, ...], float]] = [dict() for _ in range(order)]
+    vocab_size = len(adjusted[0]) + 1  # + <unk>
+    for n in range(1, order + 1):
+        counts = adjusted[n - 1]
+        discount = _discount(counts)
+        totals: dict[tuple[str, ...], float] = defaultdict(float)
+        types: dict[tuple[str, ...], int] = defaultdict(int)
+        for gram, count in counts.items():
+            totals[gram[:-1]] += count
+            types[gram[:-1]] += 1
+        for context, total in totals.items():
+            gammas[n - 1][context] = discount * types[context] / total
+        for gram, count in counts.items():
+            context = gram[:-1]
+            lower = (1.0 / vocab_size) if n == 1 else _backoff_prob(gram[1:], probs, gammas, vocab_size)
+            probs[n - 1][gram] = max(count - discount, 0.0) / totals[context] + gammas[n - 1][context] * lower
+    probs[0][(UNK,)] = gammas[0][()] / vocab_size
+    tables: list[dict[tuple[str, ...], tuple[float, float]]] = []
+    for n in range(1, order + 1):
+        table = {}
+        for gram, p in probs[n - 1].items():
+            backoff = gammas[n][gram] if n < order and gram in gammas[n] else 1.0
+            table[gram] = (math.log10(p), math.log10(backoff))
+        tables.append(table)
+    tables[0][(BOS,)] = (-99.0, math.log10(gammas[1][(BOS,)]) if order > 1 and (BOS,) in gammas[1] else 0.0)
+    return tables
+
+
+def _backoff_prob(gram: tuple[str, ...], probs: list[dict], gammas: list[dict], vocab_size: int) -> float:
+    """Interpolated probability of ``gram[-1]`` after ``gram[:-1]`` from the lower orders already estimated."""
+    n = len(gram)
+    if gram in probs[n - 1]:
+        return probs[n - 1][gram]
+    if n == 1:
+        return gammas[0][()] / vocab_size
+    gamma = gammas[n - 1].get(gram[:-1], 1.0)
+    return gamma * _backoff_prob(gram[1:], probs, gammas, vocab_size)
+
+
+def write_arpa(tables: list[dict[tuple[str, ...], tuple[float, float]]], path: str | Path) -> Path:
+    """Write ``estimate_kneser_ney``'s tables as an ARPA file (sorted, so the file is reproducible)."""
+    path = Path(path)
+    order = len(tables)
+    with path.open("w", encoding="utf-8") as f:
+        f.write("\n\\data\\\n")
+        for n, table in enumerate(tables, start=1):
+            f.write(f"ngram {n}={len(table)}\n")
+        for n, table in enumerate(tables, start=1):
+            f.write(f"\n\\{n}-grams:\n")
+            for gram in sorted(table):
+                logp, backoff = table[gram]
+                if n < order:
+                    f.write(f"{logp:.6f}\t{' '.join(gram)}\t{backoff:.6f}\n")
+                else:
+                    f.write(f"{logp:.6f}\t{' '.join(gram)}\n")
+        f.write("\n\\end\\\n")
+    return path
