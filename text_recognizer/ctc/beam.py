@@ -29,7 +29,7 @@ class BeamOptions:
     ``beam_width``: hypotheses kept per frame (more: slower, rarely better past 16).
     ``lm_weight``: weight of the language model's log-probability (0: no LM).
     ``word_bonus``: score added per space (word insertion bonus), counters the LM's preference for
-    fewer, longer words.
+    fewer, longer words; it only applies with an LM (without one, beam search ranks by the model alone).
     ``token_beam``: classes tried per frame (the most likely ones); ``threshold``: hypotheses more
     than this far (log units) below the best are dropped.
     """
@@ -73,13 +73,8 @@ class BeamDecoder:
     """Flashlight's lexicon-free CTC beam search over one line's ``(T, C)`` log-probabilities."""
 
     def __init__(self, codec: Codec, options: BeamOptions | None = None, arpa: str | None = None):
-        from flashlight.lib.text.decoder import (
-            CriterionType,
-            KenLM,
-            LexiconFreeDecoder,
-            LexiconFreeDecoderOptions,
-            ZeroLM,
-        )
+        from flashlight.lib.text.decoder import CriterionType, LexiconFreeDecoder, LexiconFreeDecoderOptions, ZeroLM
+        from flashlight.lib.text.decoder.kenlm import KenLM
         from flashlight.lib.text.dictionary import Dictionary
 
         if not isinstance(codec, Codec):
@@ -96,7 +91,7 @@ class BeamDecoder:
         settings = LexiconFreeDecoderOptions(
             beam_size=self.options.beam_width, beam_size_token=min(self.options.token_beam, len(tokens)),
             beam_threshold=float(self.options.threshold), lm_weight=float(self.options.lm_weight if self.has_lm else 0),
-            sil_score=float(self.options.word_bonus), log_add=False, criterion_type=CriterionType.CTC,
+            sil_score=float(self.options.word_bonus if self.has_lm else 0.0), log_add=False, criterion_type=CriterionType.CTC,
         )
         self._lm = lm  # the decoder keeps a reference; so do we
         self._decoder = LexiconFreeDecoder(settings, lm, self.space_id, BLANK_ID, [])

@@ -38,8 +38,10 @@ BUNDLE_KIND = "text_recognizer.decoder"
 BUNDLE_VERSION = 1
 #: KenLM inside flashlight-text is compiled for orders up to 6.
 MAX_ORDER = 6
-#: The default training text of the bundled model's LM (IAM train + train_extra, never val).
-DEFAULT_TEXT = ("../shared/data/iam/train", "../shared/data/iam/train_extra")
+#: The default training text of the bundled model's LM (IAM train + train_extra, never val), in the
+#: development data folder next to the repository (``../shared/data``).
+_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "iam"
+DEFAULT_TEXT = (_SHARED / "train", _SHARED / "train_extra")
 
 
 class LanguageModelError(ValueError):
@@ -169,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Build a character n-gram language model from text and store it with a checkpoint.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("texts", nargs="*", type=Path, default=[Path(p) for p in DEFAULT_TEXT],
+    parser.add_argument("texts", nargs="*", type=Path, default=list(DEFAULT_TEXT),
                         help=".txt files (one line each) or dataset folders (labels.tsv, detokenised); "
                              "default: IAM train + train_extra. Never validation or test text")
     parser.add_argument("--checkpoint", type=Path, default=None,

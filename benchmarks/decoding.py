@@ -1,0 +1,280 @@
+"""Beam search + LM vs greedy on cached logits: library comparison, tuning, calibration, report.
+
+    python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/val.pt   # once per set
+    python -m text_recognizer.ctc.lm --out /tmp/lm/default.decoder.pt                     # train + train_extra
+    python benchmarks/decoding.py --cache /tmp/lm --bundle /tmp/lm/default.decoder.pt \\
+        --bundle-out text_recognizer/artifacts/default.decoder.pt --report /tmp/lm/report.md
+
+IAM val is sorted by file name and split in two: LM weight, word bonus and the confidence
+calibration are chosen on the first half ("tune"); CER and calibration are reported on the second
+half ("held") and on all of val. The out-of-domain sets are only measured. Times are decode-only
+seconds over the same lines in this process, printed as ratios against greedy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from text_recognizer.codec import Codec  # noqa: E402
+from text_recognizer.ctc import calibration as cal  # noqa: E402
+from text_recognizer.ctc.beam import BeamOptions  # noqa: E402
+from text_recognizer.ctc.decoder import Geometry, LineDecoder, line_calibration_features, line_features, word_features  # noqa: E402
+from text_recognizer.ctc.lm import arpa_text, load_bundle, make_bundle, save_bundle  # noqa: E402
+from text_recognizer.data.tokenization import detokenize  # noqa: E402
+from text_recognizer.metrics import cer, line_cer  # noqa: E402
+
+OOD = ("stanford_memorials_1905", "gw_washington_1755")
+GEOMETRY = Geometry(16, 4)  # positions are not scored here
+
+
+def load_set(cache: Path, name: str) -> dict:
+    data = torch.load(cache / f"{name}.pt")
+    data["natural"] = [detokenize(r) for r in data["references"]]
+    return data
+
+
+def decode_paths(decoder: LineDecoder, log_probs: list[torch.Tensor]) -> tuple[list[list[int]], float]:
+    start = time.perf_counter()
+    paths = [decoder.path(lp) for lp in log_probs]
+    return paths, time.perf_counter() - start
+
+
+def texts(decoder: LineDecoder, paths, log_probs) -> list[str]:
+    return [decoder.assemble(line_features(p, lp), GEOMETRY).text for p, lp in zip(paths, log_probs)]
+
+
+def score(refs: list[str], hyps: list[str]) -> float:
+    """CER against natural-spacing references (what ``training/evaluate.py`` reports as cer_natural)."""
+    return cer(refs, hyps)
+
+
+def pyctcdecode_rows(codec: Codec, train_lines: list[str], lps, refs, greedy_s: float) -> list[dict]:
+    """The other library: pyctcdecode with a word 3-gram (same estimator) through the kenlm module."""
+    try:
+        import kenlm
+        import pyctcdecode
+    except ImportError:
+        return [{"library": "pyctcdecode", "note": "not installed (pip install pyctcdecode==0.5.0 ufal-kenlm==26.4.1)"}]
+    import tempfile
+
+    from text_recognizer.ctc.ngram import estimate_kneser_ney, write_arpa
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_arpa(estimate_kneser_ney([line.split() for line in train_lines], 3), Path(tmp) / "w3.arpa")
+        model = kenlm.Model(str(path))
+    unigrams = sorted({w for line in train_lines for w in line.split()})
+    alphabet = pyctcdecode.Alphabet([""] + list(codec.charset), False)
+    arrays = [lp.numpy() for lp in lps]
+    for beam, alpha, beta in ((8, 0.0, 0.0), (8, 0.5, 1.0), (16, 0.5, 1.0)):
+        lm = pyctcdecode.LanguageModel(model, unigrams, alpha=alpha, beta=beta) if alpha > 0 else None
+        decoder = pyctcdecode.BeamSearchDecoderCTC(alphabet, lm)
+        start = time.perf_counter()
+        hyps = [decoder.decode(a, beam_width=beam) for a in arrays]
+        seconds = time.perf_counter() - start
+        rows.append({"library": "pyctcdecode 0.5.0", "lm": "word 3-gram" if lm else "none", "beam": beam,
+                     "lm_weight": alpha, "word_bonus": beta, "cer": score(refs, hyps), "seconds": seconds,
+                     "ratio": seconds / greedy_s})
+    return rows
+
+
+def calibration_data(decoder: LineDecoder, paths, lps, refs) -> dict:
+    """Per char / word / line: raw features and outcomes (correct? / 1 - CER)."""
+    out = {"char": ([], []), "word": ([], []), "line": ([], []), "old_line": [], "line_cer": []}
+    for path, lp, ref in zip(paths, lps, refs):
+        raw = line_features(path, lp)
+        text = decoder.codec.decode([c[0] for c in raw["chars"]])
+        char_ok = cal.char_correctness(ref, text)
+        for (i, _, _, logp), ok in zip(raw["chars"], char_ok):
+            if decoder.codec.charset[i - 1] != " ":
+                out["char"][0].append([logp])
+                out["char"][1].append(float(ok))
+        word_ok = cal.word_correctness(ref, text)
+        logps, k = [], 0
+        for item in [*raw["chars"], None]:
+            if item is None or decoder.codec.charset[item[0] - 1] == " ":
+                if logps:
+                    out["word"][0].append(word_features(logps))
+                    out["word"][1].append(float(word_ok[k]))
+                    k += 1
+                logps = []
+            else:
+                logps.append(item[3])
+        e = line_cer(ref, text)
+        out["line"][0].append(line_calibration_features([c[3] for c in raw["chars"]], raw["mean_best"]))
+        out["line"][1].append(max(0.0, 1.0 - e))
+        out["old_line"].append(float(torch.tensor(raw["mean_best"]).exp()))
+        out["line_cer"].append((ref, text))
+    return out
+
+
+def decile_ratio(confidences: list[float], pairs: list[tuple[str, str]]) -> tuple[float, float, float]:
+    """CER of the 10% least-confident lines, of the 10% most-confident, and their ratio."""
+    order = sorted(range(len(pairs)), key=lambda i: confidences[i])
+    k = max(1, len(order) // 10)
+    low = cer([pairs[i][0] for i in order[:k]], [pairs[i][1] for i in order[:k]])
+    high = cer([pairs[i][0] for i in order[-k:]], [pairs[i][1] for i in order[-k:]])
+    return low, high, low / max(high, 1e-9)
+
+
+def deciles(confidences: list[float], pairs: list[tuple[str, str]]) -> list[tuple[float, float]]:
+    order = sorted(range(len(pairs)), key=lambda i: confidences[i])
+    rows = []
+    for d in range(10):
+        idx = order[d * len(order) // 10 : (d + 1) * len(order) // 10]
+        rows.append((sum(confidences[i] for i in idx) / len(idx),
+                     cer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx])))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/lm"), help="folder of decode_logits.py outputs")
+    parser.add_argument("--bundle", type=Path, required=True, help="decoder bundle with the LM (python -m text_recognizer.ctc.lm)")
+    parser.add_argument("--bundle-out", type=Path, default=None, help="write the bundle with tuned settings + calibration")
+    parser.add_argument("--report", type=Path, default=None, help="markdown report")
+    parser.add_argument("--weights", default="0.8,1.0,1.2,1.4", help="LM weights to try")
+    parser.add_argument("--bonuses", default="0.5,1.0,1.5,2.0,2.5", help="word bonuses to try")
+    parser.add_argument("--beam-width", type=int, default=8)
+    parser.add_argument("--train-text", nargs="*", default=["../shared/data/iam/train", "../shared/data/iam/train_extra"])
+    parser.add_argument("--skip-pyctcdecode", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    codec = Codec()
+    bundle = load_bundle(args.bundle, codec)
+    val = load_set(args.cache, "val")
+    n = len(val["files"])
+    assert val["files"] == sorted(val["files"])
+    halves = {"tune": range(0, n // 2), "held": range(n // 2, n), "all": range(n)}
+    lps = [lp.float() for lp in val["log_probs"]]
+    refs = val["natural"]
+    report: list[str] = []
+    log = {}
+
+    def sub(values, part):
+        return [values[i] for i in halves[part]]
+
+    # 1. greedy and the library comparison on the tuning half
+    greedy = LineDecoder(codec, "greedy")
+    tune_lps, tune_refs = sub(lps, "tune"), sub(refs, "tune")
+    g_paths, g_s = decode_paths(greedy, tune_lps)
+    rows = [{"library": "greedy", "lm": "none", "beam": 1, "cer": score(tune_refs, texts(greedy, g_paths, tune_lps)),
+             "seconds": g_s, "ratio": 1.0}]
+    for beam, w, b, use_lm in ((8, 0.0, 0.0, False), (8, 1.2, 1.5, True), (16, 1.2, 1.5, True)):
+        dec = LineDecoder(codec, "beam", bundle, use_lm=use_lm, beam_width=beam, lm_weight=w, word_bonus=b)
+        paths, s = decode_paths(dec, tune_lps)
+        rows.append({"library": "flashlight-text 0.0.7", "lm": "char 6-gram" if use_lm else "none", "beam": beam,
+                     "lm_weight": w, "word_bonus": b, "cer": score(tune_refs, texts(dec, paths, tune_lps)),
+                     "seconds": s, "ratio": s / g_s})
+        print(rows[-1], flush=True)
+    if not args.skip_pyctcdecode:
+        from text_recognizer.ctc.lm import read_texts
+
+        rows += pyctcdecode_rows(codec, read_texts(args.train_text), tune_lps, tune_refs, g_s)
+        print(rows[-3:], flush=True)
+    log["libraries"] = rows
+    report += ["### Libraries (tuning half of IAM val, decode only, no model time)", "",
+               "| library | LM | beam | LM weight | bonus | CER | decode s | x greedy |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "cer" in r:
+            report.append(f"| {r['library']} | {r['lm']} | {r['beam']} | {r.get('lm_weight', '-')} | {r.get('word_bonus', '-')} "
+                          f"| {100 * r['cer']:.2f}% | {r['seconds']:.1f} | {r['ratio']:.0f} |")
+        else:
+            report.append(f"| {r['library']} | {r['note']} |")
+
+    # 2. tune LM weight x word bonus on the tuning half
+    grid = []
+    for w, b in itertools.product(map(float, args.weights.split(",")), map(float, args.bonuses.split(","))):
+        dec = LineDecoder(codec, "beam", bundle, beam_width=args.beam_width, lm_weight=w, word_bonus=b)
+        paths, s = decode_paths(dec, tune_lps)
+        grid.append((score(tune_refs, texts(dec, paths, tune_lps)), w, b))
+        print(f"tune w={w} b={b}: {100 * grid[-1][0]:.2f}%", flush=True)
+    best_cer, best_w, best_b = min(grid)
+    log["grid"] = grid
+    options = BeamOptions(beam_width=args.beam_width, lm_weight=best_w, word_bonus=best_b)
+    report += ["", f"Grid (beam {args.beam_width}): best LM weight {best_w}, word bonus {best_b} "
+               f"({100 * best_cer:.2f}% on the tuning half).", ""]
+
+    # 3. CER on held-out half and all val; paths for calibration
+    decoders = {"greedy": greedy,
+                "beam (no LM)": LineDecoder(codec, "beam", bundle, use_lm=False, beam_width=args.beam_width),
+                "beam": LineDecoder(codec, "beam", bundle, **options.to_dict())}
+    all_paths = {name: decode_paths(dec, lps)[0] for name, dec in decoders.items()}
+    report += ["| decoder | tune half | held-out half | all val |", "|---|---|---|---|"]
+    for name, dec in decoders.items():
+        hyps = texts(dec, all_paths[name], lps)
+        cells = [f"{100 * score(sub(refs, p), sub(hyps, p)):.2f}%" for p in ("tune", "held", "all")]
+        report.append(f"| {name} | " + " | ".join(cells) + " |")
+        log[f"cer_{name}"] = cells
+
+    # 4. calibration: fit on the tuning half, report on the held-out half (and OOD sets)
+    calibrations = {}
+    ood = {name: load_set(args.cache, name) for name in OOD if (args.cache / f"{name}.pt").is_file()}
+    for name in ("greedy", "beam"):
+        dec = decoders[name]
+        tune = calibration_data(dec, sub(all_paths[name], "tune"), tune_lps, tune_refs)
+        fitted = {level: cal.fit(*tune[level]) for level in ("char", "word", "line")}
+        calibrations[name] = fitted
+        held = calibration_data(dec, sub(all_paths[name], "held"), sub(lps, "held"), sub(refs, "held"))
+        report += ["", f"### Calibration, {name} (fit on the tuning half, measured on the held-out half)", ""]
+        for level in ("char", "word", "line"):
+            conf = [cal.apply(fitted[level], f) for f in held[level][0]]
+            raw_conf = None
+            ece = cal.expected_calibration_error(conf, held[level][1])
+            report.append(f"- {level}: ECE {ece:.4f} over {len(conf)} {level}s"
+                          + (" (outcome: 1 - line CER)" if level == "line" else ""))
+            log[f"ece_{name}_{level}"] = ece
+            if level == "word":
+                report += ["", "| word confidence | words | mean confidence | share exactly right |", "|---|---|---|---|"]
+                for row in cal.reliability_table(conf, held[level][1]):
+                    report.append(f"| {row['low']:.1f}-{row['high']:.1f} | {row['n']} | {row['confidence']:.3f} | {row['accuracy']:.3f} |")
+                report.append("")
+            del raw_conf
+        # line confidence ranking: today's number vs the calibrated line confidence
+        report += ["", "| set | lines | CER | worst-10% / best-10% CER, today's confidence | same, new line confidence |",
+                   "|---|---|---|---|---|"]
+        sets = {"IAM val held-out half": (sub(all_paths[name], "held"), sub(lps, "held"), sub(refs, "held")),
+                "IAM val all": (all_paths[name], lps, refs)}
+        for set_name, data in ood.items():
+            o_lps = [lp.float() for lp in data["log_probs"]]
+            sets[set_name] = ([dec.path(lp) for lp in o_lps], o_lps, data["natural"])
+        for set_name, (paths, s_lps, s_refs) in sets.items():
+            d = calibration_data(dec, paths, s_lps, s_refs)
+            # out-of-domain: spaces next to punctuation ignored (both sides detokenised), as in shared/data's README
+            pairs = d["line_cer"] if set_name.startswith("IAM") else [(r, detokenize(h)) for r, h in d["line_cer"]]
+            new = [cal.apply(fitted["line"], f) for f in d["line"][0]]
+            old_low, old_high, old_ratio = decile_ratio(d["old_line"], pairs)
+            low, high, ratio = decile_ratio(new, pairs)
+            total = cer([p[0] for p in pairs], [p[1] for p in pairs])
+            report.append(f"| {set_name} | {len(pairs)} | {100 * total:.2f}% | {100 * old_low:.1f}% / {100 * old_high:.1f}% = "
+                          f"{old_ratio:.1f}x | {100 * low:.1f}% / {100 * high:.1f}% = {ratio:.1f}x |")
+            log[f"deciles_{name}_{set_name}"] = deciles(new, pairs)
+        report.append("")
+        report += ["CER by line-confidence decile (" + name + "): " + "; ".join(
+            f"{s}: " + ", ".join(f"{100 * c:.0f}%" for _, c in log[f'deciles_{name}_{s}']) for s in sets), ""]
+
+    if args.bundle_out:
+        out = make_bundle(arpa_text(bundle), codec, bundle["lm"]["order"], bundle["lm"]["source"],
+                          beam=options.to_dict(), calibration=calibrations)
+        save_bundle(out, args.bundle_out)
+        print(f"bundle with tuned settings and calibration -> {args.bundle_out}")
+    text = "\n".join(report)
+    print(text)
+    if args.report:
+        args.report.write_text(text + "\n", encoding="utf-8")
+        args.report.with_suffix(".json").write_text(json.dumps(log, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""Tests for text_recognizer.ctc.beam: flashlight beam search with and without a character LM."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from text_recognizer.codec import Codec
+from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
+from text_recognizer.ctc.decode import collapse
+from text_recognizer.ctc.lm import LanguageModelError, build_arpa
+
+CODEC = Codec(" ceht")  # blank 0, space 1, c 2, e 3, h 4, t 5
+
+
+def peaked_log_probs(path: list[int], peak: float = 12.0) -> torch.Tensor:
+    logits = torch.zeros(len(path), CODEC.num_classes)
+    logits[torch.arange(len(path)), torch.tensor(path)] = peak
+    return logits.log_softmax(-1)  # (T, C)
+
+
+def test_beam_without_lm_equals_greedy_on_peaked_outputs() -> None:
+    generator = torch.Generator().manual_seed(0)
+    decoder = BeamDecoder(CODEC, BeamOptions(beam_width=4))
+    for _ in range(20):
+        path = torch.randint(0, CODEC.num_classes, (15,), generator=generator).tolist()
+        best = decoder.best_path(peaked_log_probs(path))
+        assert collapse(best) == collapse(path)
+
+
+def ambiguous_the() -> torch.Tensor:
+    """'th?' where the model slightly prefers 'c' over 'e' for the last letter."""
+    path = [5, 0, 4, 0, 2, 0]
+    log_probs = peaked_log_probs(path).exp()
+    log_probs[4] = 0.0
+    log_probs[4, 2], log_probs[4, 3], log_probs[4, 0] = 0.5, 0.45, 0.05
+    return log_probs.log()
+
+
+def test_language_model_turns_thc_into_the() -> None:
+    arpa = build_arpa(["the the the", "the teeth the"] * 5, CODEC, order=3)
+    log_probs = ambiguous_the()
+    greedy = CODEC.decode(collapse(log_probs.argmax(-1).tolist()))
+    without_lm = BeamDecoder(CODEC, BeamOptions(beam_width=8, lm_weight=1.0, word_bonus=0.0))
+    with_lm = BeamDecoder(CODEC, BeamOptions(beam_width=8, lm_weight=1.0, word_bonus=0.0), arpa)
+    assert greedy == "thc"
+    assert CODEC.decode(collapse(without_lm.best_path(log_probs))) == "thc"
+    assert with_lm.has_lm and not without_lm.has_lm
+    assert CODEC.decode(collapse(with_lm.best_path(log_probs))) == "the"
+
+
+def test_path_has_one_class_per_frame() -> None:
+    log_probs = ambiguous_the()
+    assert len(BeamDecoder(CODEC).best_path(log_probs)) == log_probs.shape[0]
+    assert BeamDecoder(CODEC).best_path(torch.zeros(0, CODEC.num_classes)) == []
+
+
+@pytest.mark.parametrize(("kwargs", "error"), [
+    ({"beam_width": 0}, ValueError), ({"beam_width": 2.0}, ValueError), ({"token_beam": 0}, ValueError),
+    ({"lm_weight": -1.0}, ValueError), ({"lm_weight": "high"}, TypeError), ({"word_bonus": None}, TypeError),
+    ({"threshold": 0.0}, ValueError),
+])
+def test_bad_options(kwargs, error) -> None:
+    with pytest.raises(error, match=next(iter(kwargs))):
+        BeamOptions(**kwargs)
+
+
+def test_from_dict_rejects_unknown_names() -> None:
+    assert BeamOptions.from_dict({"beam_width": 3, "other": 1}, lm_weight=0.5) == BeamOptions(beam_width=3, lm_weight=0.5)
+    with pytest.raises(TypeError, match="beam_size"):
+        BeamOptions.from_dict(None, beam_size=3)
+
+
+def test_bad_inputs() -> None:
+    decoder = BeamDecoder(CODEC)
+    with pytest.raises(ValueError, match="log_probs"):
+        decoder.best_path(torch.zeros(3, 4))
+    with pytest.raises(TypeError, match="codec"):
+        BeamDecoder("abc")
+    with pytest.raises(LanguageModelError, match="KenLM"):
+        BeamDecoder(CODEC, BeamOptions(), "not an arpa file")

@@ -1,0 +1,83 @@
+"""Tests for text_recognizer.ctc.decoder: greedy/beam line decoding with positions and confidences."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from text_recognizer.codec import Codec
+from text_recognizer.ctc.decoder import Geometry, LineDecoder, runs
+from text_recognizer.ctc.lm import build_arpa, make_bundle
+
+CODEC = Codec(" abc")  # blank 0, space 1, a 2, b 3, c 4
+
+
+def peaked_log_probs(path: list[int], peak: float = 12.0) -> torch.Tensor:
+    logits = torch.zeros(len(path), CODEC.num_classes)
+    logits[torch.arange(len(path)), torch.tensor(path)] = peak
+    return logits.log_softmax(-1)
+
+
+def test_runs() -> None:
+    assert runs([0, 2, 2, 0, 2, 1, 3, 3, 3, 0]) == [(2, 1, 2), (2, 4, 4), (1, 5, 5), (3, 6, 8)]
+    assert runs([]) == []
+
+
+# "ab ca" on known frames: a@1-2, b@4, space@6, c@8-9, a@11
+PATH = [0, 2, 2, 0, 3, 0, 1, 0, 4, 4, 0, 2, 0]
+
+
+@pytest.mark.parametrize("decoder", ["greedy", "beam"])
+def test_words_chars_and_positions(decoder: str) -> None:
+    geometry = Geometry(window_width=16, stride=4, scale=2.0, image_width=110.0)
+    line = LineDecoder(CODEC, decoder).decode(peaked_log_probs(PATH), geometry)
+    assert line.text == "ab ca"
+    assert [w.text for w in line.words] == ["ab", "ca"]
+    assert [c.text for c in line.chars] == ["a", "b", "c", "a"]
+    assert [(c.first_frame, c.last_frame) for c in line.chars] == [(1, 2), (4, 4), (8, 9), (11, 11)]
+    # frame t saw stem pixels [4t, 4t + 16), i.e. original pixels [8t, 8t + 32), clipped to the image
+    assert [(c.start, c.end) for c in line.chars] == [(8, 48), (32, 64), (64, 104), (88, 110)]
+    assert (line.words[0].start, line.words[0].end) == (8, 64)
+    starts = [c.start for c in line.chars]
+    assert starts == sorted(starts) and all(0 <= c.start < c.end <= 110 for c in line.chars)
+    assert all(0.99 < x.confidence <= 1.0 for x in (*line.chars, *line.words)) and 0.99 < line.confidence <= 1
+
+
+def test_uncertain_character_lowers_its_word_only() -> None:
+    log_probs = peaked_log_probs(PATH).exp()
+    log_probs[11] = torch.tensor([0.1, 0.0, 0.6, 0.3, 0.0])  # the last 'a' is unsure
+    line = LineDecoder(CODEC, "greedy").decode(log_probs.clamp_min(1e-9).log(), Geometry(16, 4))
+    assert line.chars[-1].confidence == pytest.approx(0.6, abs=1e-3)
+    assert line.words[1].confidence < 0.7 < line.words[0].confidence
+
+
+def test_calibration_from_the_bundle_is_applied() -> None:
+    calibration = {"greedy": {"char": {"weights": [0.0], "bias": 0.0}, "word": {"weights": [0.0, 0.0], "bias": 0.0},
+                              "line": {"weights": [0.0, 0.0], "bias": 0.0}}}
+    bundle = make_bundle(None, CODEC, None, "test", calibration=calibration)
+    line = LineDecoder(CODEC, "greedy", bundle).decode(peaked_log_probs(PATH), Geometry(16, 4))
+    assert {x.confidence for x in (*line.chars, *line.words)} == {0.5} and line.confidence == 0.5
+
+
+def test_beam_uses_the_bundles_language_model() -> None:
+    bundle = make_bundle(build_arpa(["ab ca"] * 3, CODEC, 3), CODEC, 3, "test", beam={"beam_width": 4})
+    assert LineDecoder(CODEC, "beam", bundle).has_lm
+    assert not LineDecoder(CODEC, "beam", bundle, use_lm=False).has_lm
+    assert LineDecoder(CODEC, "beam", bundle).options.beam_width == 4
+    assert LineDecoder(CODEC, "beam", bundle, beam_width=2).options.beam_width == 2
+
+
+def test_empty_line() -> None:
+    line = LineDecoder(CODEC, "greedy").decode(torch.zeros(0, CODEC.num_classes), Geometry(16, 4))
+    assert line.text == "" and line.words == () and line.confidence < 1e-6
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="decoder"):
+        LineDecoder(CODEC, "viterbi")
+    with pytest.raises(TypeError, match="codec"):
+        LineDecoder("abc")
+    with pytest.raises(ValueError, match="beam"):
+        LineDecoder(CODEC, "greedy", beam_width=3)
+    with pytest.raises(ValueError, match="log_probs"):
+        LineDecoder(CODEC).decode(torch.zeros(3, 7), Geometry(16, 4))

@@ -1,0 +1,96 @@
+"""Tests for text_recognizer.ctc.lm: building the character LM and the decoder bundle."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+import torch
+
+from text_recognizer.codec import Codec
+from text_recognizer.ctc.lm import (
+    LanguageModelError,
+    arpa_text,
+    build_arpa,
+    bundle_path,
+    decoder_bundle_for,
+    load_bundle,
+    main,
+    make_bundle,
+    read_texts,
+    save_bundle,
+)
+from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+
+CODEC = Codec(" abcdehlorstw")
+
+
+def test_read_texts_from_files_and_dataset_folders(tmp_path) -> None:
+    (tmp_path / "a.txt").write_text("hello  world\n\n  the end \n", encoding="utf-8")
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "labels.tsv").write_text("file\ttext\nx.png\tLeeds , Ontario\ny.png\tit 's here .\n", encoding="utf-8")
+    assert read_texts([tmp_path / "a.txt", folder]) == ["hello world", "the end", "Leeds, Ontario", "it's here."]
+    with pytest.raises(ValueError, match="neither"):
+        read_texts([tmp_path / "missing.txt"])
+    with pytest.raises(ValueError, match="sources"):
+        read_texts(str(tmp_path / "a.txt"))
+
+
+def test_build_arpa_drops_lines_the_model_cannot_write() -> None:
+    arpa = build_arpa(["hello world", "HELLO!"], CODEC, order=2)
+    assert "ngram 2=" in arpa and "H" not in arpa and "\th\te\t" not in arpa
+    assert "\th |\t" not in arpa and "o |" in arpa  # spaces are the token |
+    with pytest.raises(ValueError, match="order"):
+        build_arpa(["hello"], CODEC, order=7)
+    with pytest.raises(ValueError, match="no usable text"):
+        build_arpa(["HELLO"], CODEC)
+    with pytest.raises(ValueError, match="reserves"):
+        build_arpa(["a"], Codec("a|"))
+
+
+def test_bundle_round_trip_and_errors(tmp_path) -> None:
+    bundle = make_bundle(build_arpa(["hello world"], CODEC, 3), CODEC, 3, "test", beam={"beam_width": 4})
+    path = save_bundle(bundle, tmp_path / "m.decoder.pt")
+    loaded = load_bundle(path, CODEC)
+    assert loaded["beam"] == {"beam_width": 4} and arpa_text(loaded).startswith("\n\\data\\")
+    with pytest.raises(LanguageModelError, match="alphabet"):
+        load_bundle(path, Codec("xyz"))
+    with pytest.raises(LanguageModelError, match="does not exist"):
+        load_bundle(tmp_path / "none.pt", CODEC)
+    (tmp_path / "junk.pt").write_bytes(b"not a torch file")
+    with pytest.raises(LanguageModelError, match="could not be read"):
+        load_bundle(tmp_path / "junk.pt", CODEC)
+    tampered = dict(bundle, lm=dict(bundle["lm"], arpa_gz=gzip.compress(b"\\data\\ changed")))
+    save_bundle(tampered, tmp_path / "t.pt")
+    with pytest.raises(LanguageModelError, match="checksum"):
+        load_bundle(tmp_path / "t.pt", CODEC)
+    save_bundle({"kind": "other"}, tmp_path / "o.pt")
+    with pytest.raises(LanguageModelError, match="not a text_recognizer decoder bundle"):
+        load_bundle(tmp_path / "o.pt", CODEC)
+
+
+def test_bundle_is_found_inside_or_next_to_the_checkpoint(tmp_path) -> None:
+    bundle = make_bundle(None, CODEC, None, "test")
+    checkpoint = tmp_path / "best.pt"
+    assert bundle_path(checkpoint) == tmp_path / "best.decoder.pt"
+    assert decoder_bundle_for(checkpoint, {}, CODEC) is None
+    save_bundle(bundle, bundle_path(checkpoint))
+    assert decoder_bundle_for(checkpoint, {}, CODEC)["charset"] == CODEC.charset
+    inside = make_bundle(None, CODEC, None, "inside")
+    assert decoder_bundle_for(checkpoint, {"decoder": inside}, CODEC)["lm"] is None
+
+
+def test_command_builds_a_bundle_from_a_text_file(tmp_path, capsys) -> None:
+    text = tmp_path / "corpus.txt"
+    text.write_text("the quick brown fox\njumps over the lazy dog\n", encoding="utf-8")
+    out = tmp_path / "model.decoder.pt"
+    assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--order", "4", "--out", str(out),
+                 "--arpa", str(tmp_path / "lm.arpa")]) == 0
+    assert "2 lines" in capsys.readouterr().out
+    bundle = torch.load(out, weights_only=True)
+    assert bundle["lm"]["order"] == 4 and arpa_text(bundle) == (tmp_path / "lm.arpa").read_text(encoding="utf-8")
+    assert "ngram 4=" in arpa_text(bundle)
+    assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--order", "9", "--out", str(out)]) == 2
+    assert main([str(tmp_path / "nope.txt"), "--checkpoint", str(DEFAULT_CHECKPOINT), "--out", str(out)]) == 2
+    assert "error:" in capsys.readouterr().err

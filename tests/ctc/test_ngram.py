@@ -1,0 +1,66 @@
+"""Tests for text_recognizer.ctc.ngram: interpolated Kneser-Ney estimation and ARPA output."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from text_recognizer.ctc.ngram import BOS, EOS, UNK, estimate_kneser_ney, write_arpa
+
+SENTENCES = [list("the|cat|sat"), list("the|hat"), list("a|cat|ate|the|mat"), list("that")]
+
+
+def prob(tables, history: tuple[str, ...], word: str) -> float:
+    """ARPA back-off query: p(word | history), following back-off weights as a reader does."""
+    order = len(tables)
+    history = history[-(order - 1):] if order > 1 else ()
+    backoff = 0.0
+    while True:
+        gram = (*history, word)
+        if gram in tables[len(gram) - 1]:
+            return 10 ** (tables[len(gram) - 1][gram][0] + backoff)
+        if history in tables[len(history) - 1] if history else False:
+            backoff += tables[len(history) - 1][history][1]
+        if not history:
+            return 10 ** (tables[0][(UNK,)][0] + backoff)
+        history = history[1:]
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 5])
+def test_every_context_sums_to_one(order: int) -> None:
+    tables = estimate_kneser_ney(SENTENCES, order)
+    vocab = sorted({tok for s in SENTENCES for tok in s}) + [EOS, UNK]
+    histories = {()} | {gram[:-1] for table in tables for gram in table if len(gram) > 1} | {("z", "q")}
+    for history in histories:
+        total = sum(prob(tables, history, w) for w in vocab)
+        assert total == pytest.approx(1.0, abs=1e-9), history
+
+
+def test_context_prefers_what_followed_it() -> None:
+    tables = estimate_kneser_ney(SENTENCES, 3)
+    assert prob(tables, ("t", "h"), "e") > prob(tables, ("t", "h"), "c")
+    assert prob(tables, (BOS,), "t") > prob(tables, (BOS,), "m")
+
+
+def test_write_arpa_is_read_by_kenlm(tmp_path) -> None:
+    from flashlight.lib.text.decoder.kenlm import KenLM
+    from flashlight.lib.text.dictionary import Dictionary
+
+    tables = estimate_kneser_ney(SENTENCES, 3)
+    path = write_arpa(tables, tmp_path / "lm.arpa")
+    tokens = sorted({tok for s in SENTENCES for tok in s})
+    lm = KenLM(str(path), Dictionary(tokens))
+    state, score = lm.score(lm.start(False), tokens.index("t"))
+    assert score == pytest.approx(math.log10(prob(tables, (BOS,), "t")), abs=1e-4)
+    _, score = lm.score(state, tokens.index("h"))
+    assert score == pytest.approx(math.log10(prob(tables, (BOS, "t"), "h")), abs=1e-4)
+
+
+@pytest.mark.parametrize(("sentences", "order", "error"), [
+    (SENTENCES, 0, ValueError), (SENTENCES, 2.5, ValueError), (SENTENCES, True, ValueError),
+    ([], 3, ValueError), ([["a b"]], 2, ValueError), ([[""]], 2, ValueError), ([[BOS]], 2, ValueError),
+])
+def test_bad_arguments(sentences, order, error) -> None:
+    with pytest.raises(error):
+        estimate_kneser_ney(sentences, order)
