@@ -1,6 +1,6 @@
 """Evaluate a checkpoint on a dataset folder (images + labels.tsv).
 
-    python training/evaluate.py --checkpoint PATH --data DIR [--json] [--errors FILE.csv]
+    python training/evaluate.py --checkpoint PATH --data DIR [--json] [--errors FILE.csv] [--decoder beam]
 """
 
 from __future__ import annotations
@@ -15,27 +15,31 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from text_recognizer.checkpoint import CheckpointError  # noqa: E402
+from text_recognizer.ctc.decoder import add_decoder_arguments, decoder_kwargs  # noqa: E402
 from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels  # noqa: E402
 from text_recognizer.data.tokenization import cer_iam, cer_natural  # noqa: E402
 from text_recognizer.metrics import cer, line_cer, wer  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+from text_recognizer.recognizer import LineRecognizer, oriented_size  # noqa: E402
 
 
 def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
     """Predict every line of ``folder``; unreadable images and unknown characters are counted, not fatal."""
     records = read_labels(folder)
     references, predictions, files, skipped = [], [], [], []
-    tensors = []
+    tensors, sizes = [], []
     for record in records:
         try:
-            tensors.append(recognizer.preprocess(open_image(record.path)))
+            image = open_image(record.path)
+            tensors.append(recognizer.preprocess(image))
         except ValueError as error:
             skipped.append({"file": record.path.name, "reason": str(error)})
             continue
+        sizes.append(oriented_size(image))
         files.append(record.path.name)
         references.append(record.text)
-    predictions = [line.text for line in recognizer.predict_tensors(tensors)]
-    return {
+    lines = recognizer.predict_tensors(tensors, sizes)
+    predictions = [line.text for line in lines]
+    return {"lines": lines,
         "cer": cer(references, predictions), "wer": wer(references, predictions), "n": len(references),
         # IAM-style labels: CER against natural-spacing references, and against IAM's own tokenised
         # references (predictions re-tokenised; comparable with published IAM numbers)
@@ -45,16 +49,18 @@ def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
 
 
 def write_errors(path: Path, result: dict) -> None:
-    """Per-line CSV (file, reference, prediction, cer), worst lines first."""
+    """Per-line CSV (file, reference, prediction, cer, confidence, least-confident word and its confidence), worst first."""
     rows = sorted(
-        zip(result["files"], result["references"], result["predictions"]),
+        zip(result["files"], result["references"], result["predictions"], result["lines"]),
         key=lambda row: -line_cer(row[1], row[2]),
     )
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["file", "reference", "prediction", "cer"])
-        for file, ref, pred in rows:
-            writer.writerow([file, ref, pred, f"{line_cer(ref, pred):.4f}"])
+        writer.writerow(["file", "reference", "prediction", "cer", "confidence", "weakest_word", "weakest_word_confidence"])
+        for file, ref, pred, line in rows:
+            weakest = min(line.words, key=lambda w: w.confidence, default=None)
+            writer.writerow([file, ref, pred, f"{line_cer(ref, pred):.4f}", f"{line.confidence:.4f}",
+                             weakest.text if weakest else "", f"{weakest.confidence:.4f}" if weakest else ""])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,9 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--errors", type=Path, default=None, help="write a per-line CSV, worst first")
     parser.add_argument("--device", default="cpu", help="torch device")
     parser.add_argument("--batch-size", type=int, default=16, help="lines per forward pass")
+    add_decoder_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size)
+        recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size, **decoder_kwargs(args))
         result = evaluate_folder(recognizer, args.data)
     except (CheckpointError, DatasetFormatError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,0 +1,89 @@
+"""Decoding through every entry point: LineRecognizer(decoder=...), the CLI and evaluate.py."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from text_recognizer.checkpoint import CheckpointError
+from text_recognizer.codec import Codec
+from text_recognizer.ctc.lm import build_arpa, make_bundle, read_texts, save_bundle
+from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer, main
+from training.evaluate import main as evaluate_main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lines"
+
+
+@pytest.fixture(scope="module")
+def bundle_file(tmp_path_factory) -> Path:
+    """A small LM from the fixture labels (test data only) in a bundle for the bundled model."""
+    codec = LineRecognizer().codec
+    bundle = make_bundle(build_arpa(read_texts([FIXTURES]) * 3, codec, 4), codec, 4, "fixtures")
+    return save_bundle(bundle, tmp_path_factory.mktemp("lm") / "default.decoder.pt")
+
+
+@pytest.fixture(scope="module")
+def image() -> Image.Image:
+    return Image.open(FIXTURES / "line_00.png").convert("L")
+
+
+def test_beam_and_greedy_give_words_inside_the_image(bundle_file, image) -> None:
+    for decoder in ("greedy", "beam"):
+        line = LineRecognizer(decoder=decoder, decoder_bundle=bundle_file).predict_lines([image])[0]
+        assert line.text and line.words and 0.0 <= line.confidence <= 1.0
+        assert " ".join(w.text for w in line.words) == " ".join(line.text.split())
+        for spans in (line.words, line.chars):
+            assert [s.start for s in spans] == sorted(s.start for s in spans)
+            assert all(0 <= s.start < s.end <= image.width and 0 <= s.confidence <= 1 for s in spans)
+
+
+def test_positions_scale_with_the_original_image(image) -> None:
+    recognizer = LineRecognizer()
+    big = image.resize((image.width * 2, image.height * 2), Image.Resampling.BICUBIC)
+    small_line, big_line = recognizer.predict_lines([image, big])
+    assert small_line.text == big_line.text
+    for a, b in zip(small_line.chars, big_line.chars):
+        assert (a.first_frame, a.last_frame) == (b.first_frame, b.last_frame)
+        assert b.start == pytest.approx(2 * a.start, abs=2) and b.end == pytest.approx(min(2 * a.end, big.width), abs=2)
+
+
+def test_bad_decoder_arguments(bundle_file, tmp_path) -> None:
+    with pytest.raises(ValueError, match="decoder"):
+        LineRecognizer(decoder="viterbi")
+    with pytest.raises(ValueError, match="beam_width"):
+        LineRecognizer(decoder="beam", decoder_bundle=bundle_file, beam_options={"beam_width": 0})
+    other = save_bundle(make_bundle(None, Codec("abc"), None, "x"), tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="alphabet"):
+        LineRecognizer(decoder="beam", decoder_bundle=other)
+    (tmp_path / "corrupt.pt").write_bytes(b"\x00garbage")
+    with pytest.raises(CheckpointError, match="could not be read"):
+        LineRecognizer(decoder="beam", decoder_bundle=tmp_path / "corrupt.pt")
+
+
+def test_cli_json_has_words_and_chars(bundle_file, capsys) -> None:
+    path = str(FIXTURES / "line_00.png")
+    assert main([path, "--decoder", "beam", "--decoder-bundle", str(bundle_file), "--beam-width", "4", "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)
+    assert set(entry) == {"image", "text", "confidence", "words", "chars"}
+    assert set(entry["words"][0]) == {"text", "confidence", "start", "end"}
+    assert main([path, "--decoder", "beam", "--decoder-bundle", str(bundle_file), "--beam-width", "0"]) == 2
+    assert main([path, "--beam-width", "4"]) == 2  # beam options need --decoder beam
+    assert "error:" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main([path, "--decoder", "viterbi"])
+    assert exit_info.value.code == 2
+
+
+def test_evaluate_with_beam_writes_confidence_columns(bundle_file, tmp_path, capsys) -> None:
+    errors = tmp_path / "errors.csv"
+    assert evaluate_main(["--checkpoint", str(DEFAULT_CHECKPOINT), "--data", str(FIXTURES), "--decoder", "beam",
+                          "--decoder-bundle", str(bundle_file), "--json", "--errors", str(errors)]) == 0
+    assert 0 <= json.loads(capsys.readouterr().out)["cer"] < 0.5
+    with errors.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and {"confidence", "weakest_word", "weakest_word_confidence"} <= set(rows[0])
+    assert all(0 <= float(row["confidence"]) <= 1 for row in rows)
