@@ -20,7 +20,7 @@ from pathlib import Path
 
 import swagger_ui_bundle
 import torch
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -79,7 +79,8 @@ def load_serving(settings: Settings) -> Serving:
         pass
     set_pillow_limits(settings.max_pixels)
     try:
-        recognizer = LineRecognizer(settings.checkpoint, device=settings.device, batch_size=settings.max_batch)
+        recognizer = LineRecognizer(settings.checkpoint, device=settings.device, batch_size=settings.max_batch,
+                                    decoder=settings.decoder)
     except CheckpointError as error:
         source = "TEXT_RECOGNIZER_CHECKPOINT" if settings.checkpoint is not None else "the bundled default model"
         raise StartupError(f"cannot load the model ({source}): {error}") from None
@@ -192,7 +193,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise ImageInputError(503, "model_not_loaded", "the model is not loaded yet")
         return serving
 
-    async def run_job(request: Request, blobs: list[tuple[str, bytes]]) -> dict:
+    async def run_job(request: Request, blobs: list[tuple[str, bytes]], decoder: str | None = None) -> dict:
         serving = serving_of(request)
         if serving.waiting >= serving.settings.max_queue:
             raise ImageInputError(503, "overloaded", f"{serving.waiting} requests are already waiting for the model; retry later")
@@ -207,7 +208,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             queue_s = time.perf_counter() - queued
             loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(serving.executor, _recognise, serving, blobs)
+            result = await loop.run_in_executor(serving.executor, _recognise, serving, blobs, decoder)
         finally:
             serving.semaphore.release()
         metrics.inference.observe(result["inference_s"])
@@ -240,22 +241,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
 
     @app.post("/v1/predict", response_model=Prediction, responses=_ERRORS, openapi_extra={"requestBody": _IMAGE_BODY}, tags=["recognition"])
-    async def predict(request: Request) -> Prediction:
+    async def predict(request: Request, decoder: str | None = Query(None, description=_DECODER_HELP)) -> Prediction:
         """Recognise one line: multipart field ``file``, JSON ``{"image": base64 or data URL}``, or a raw ``image/*`` body."""
+        decoder = _decoder_choice(serving_of(request), decoder)
         blob = await _single_image(request)
-        result = await run_job(request, [blob])
+        result = await run_job(request, [blob], decoder)
         line = result["lines"][0]
-        return Prediction(text=line["text"], confidence=line["confidence"], model_version=serving_of(request).model_version,
+        return Prediction(text=line["text"], confidence=line["confidence"], words=line["words"], chars=line["chars"],
+                          decoder=decoder, model_version=serving_of(request).model_version,
                           image_width=line["image_width"], image_height=line["image_height"], elapsed_ms=result["elapsed_ms"],
                           inference_ms=result["inference_ms"], preprocess_ms=result["preprocess_ms"], queue_ms=result["queue_ms"])
 
     @app.post("/v1/predict/batch", response_model=BatchPrediction, responses=_ERRORS, openapi_extra={"requestBody": _BATCH_BODY}, tags=["recognition"])
-    async def predict_batch(request: Request) -> BatchPrediction:
+    async def predict_batch(request: Request, decoder: str | None = Query(None, description=_DECODER_HELP)) -> BatchPrediction:
         """Recognise several lines (multipart ``files`` or JSON ``{"images": [...]}``) as one padded batch; results in request order."""
         serving = serving_of(request)
+        decoder = _decoder_choice(serving, decoder)
         blobs = await _batch_images(request, serving.settings.max_batch)
-        result = await run_job(request, blobs)
-        return BatchPrediction(results=[LineResult(**line) for line in result["lines"]], model_version=serving.model_version,
+        result = await run_job(request, blobs, decoder)
+        return BatchPrediction(results=[LineResult(**line) for line in result["lines"]], decoder=decoder,
+                               model_version=serving.model_version,
                                elapsed_ms=result["elapsed_ms"], inference_ms=result["inference_ms"],
                                preprocess_ms=result["preprocess_ms"], queue_ms=result["queue_ms"])
 
@@ -287,7 +292,19 @@ _PAGE_HEADERS = {
 }
 
 
-def _recognise(serving: Serving, blobs: list[tuple[str, bytes]]) -> dict:
+_DECODER_HELP = "greedy or beam (beam search with the model's language model); default: the server's TEXT_RECOGNIZER_DECODER"
+
+
+def _decoder_choice(serving: Serving, decoder: str | None) -> str:
+    """The request's decoder, or the server's default; an unknown name is the client's error (422)."""
+    if decoder is None:
+        return serving.settings.decoder
+    if decoder not in ("greedy", "beam"):
+        raise ImageInputError(422, "unknown_decoder", f"decoder must be 'greedy' or 'beam', got {decoder!r}")
+    return decoder
+
+
+def _recognise(serving: Serving, blobs: list[tuple[str, bytes]], decoder: str | None = None) -> dict:
     """Runs in a worker thread: decode every image, run the stem, then one padded forward pass."""
     s = serving.settings
     recognizer = serving.recognizer
@@ -307,10 +324,10 @@ def _recognise(serving: Serving, blobs: list[tuple[str, bytes]]) -> dict:
             image.close()
         sizes.append((width, height))
     t1 = time.perf_counter()
-    lines = recognizer.predict_tensors(tensors)
+    lines = recognizer.predict_tensors(tensors, sizes, decoder=decoder)
     t2 = time.perf_counter()
     return {
-        "lines": [{"text": line.text, "confidence": min(1.0, max(0.0, float(line.confidence))), "image_width": w, "image_height": h}
+        "lines": [{**line.to_dict(), "confidence": min(1.0, max(0.0, float(line.confidence))), "image_width": w, "image_height": h}
                   for line, (w, h) in zip(lines, sizes)],
         "preprocess_s": t1 - t0, "inference_s": t2 - t1,
     }

@@ -13,9 +13,25 @@ class Base64BatchRequest(BaseModel):
     images: list[str] = Field(description="images as base64 strings or data URLs, one text line each", min_length=1)
 
 
+class Span(BaseModel):
+    text: str = Field(description="the word (or character)")
+    confidence: float = Field(ge=0.0, le=1.0, description="calibrated probability that it is exactly right")
+    start: float = Field(description="left edge, x in pixels of the uploaded image (after EXIF orientation)")
+    end: float = Field(description="right edge, x in pixels of the uploaded image")
+
+
+_LINE_CONFIDENCE = ("calibrated estimate of the fraction of the line's characters read right (1 - CER); "
+                    "uncalibrated models: geometric mean over frames of the best class probability")
+_WORDS = "the line's words with calibrated confidences and x positions"
+_CHARS = "the line's characters (spaces excluded) with calibrated confidences and x positions"
+
+
 class Prediction(BaseModel):
     text: str = Field(description="the recognised text of the line")
-    confidence: float = Field(ge=0.0, le=1.0, description="geometric mean over frames of the best class probability")
+    confidence: float = Field(ge=0.0, le=1.0, description=_LINE_CONFIDENCE)
+    words: list[Span] = Field(default_factory=list, description=_WORDS)
+    chars: list[Span] = Field(default_factory=list, description=_CHARS)
+    decoder: str = Field(default="greedy", description="greedy or beam (beam search with the model's language model)")
     model_version: str = Field(description="checkpoint name and the first 12 hex digits of its sha256")
     image_width: int = Field(description="image width in pixels (after EXIF orientation)")
     image_height: int = Field(description="image height in pixels (after EXIF orientation)")
@@ -27,13 +43,16 @@ class Prediction(BaseModel):
 
 class LineResult(BaseModel):
     text: str
-    confidence: float = Field(ge=0.0, le=1.0)
+    confidence: float = Field(ge=0.0, le=1.0, description=_LINE_CONFIDENCE)
+    words: list[Span] = Field(default_factory=list, description=_WORDS)
+    chars: list[Span] = Field(default_factory=list, description=_CHARS)
     image_width: int
     image_height: int
 
 
 class BatchPrediction(BaseModel):
     results: list[LineResult] = Field(description="one result per image, in request order")
+    decoder: str = Field(default="greedy", description="greedy or beam")
     model_version: str
     elapsed_ms: float
     inference_ms: float = Field(description="time in the model for the whole padded batch")

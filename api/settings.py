@@ -11,6 +11,8 @@
 ``TEXT_RECOGNIZER_TORCH_THREADS``       torch intra-op threads (default: CPUs // workers)
 ``TEXT_RECOGNIZER_MAX_QUEUE``           requests waiting for a worker before 503 (default 256)
 ``TEXT_RECOGNIZER_BATCH_SIZE``          lines per forward pass in a batch request (default 16)
+``TEXT_RECOGNIZER_DECODER``             default decoder, ``greedy`` or ``beam`` (default ``greedy``;
+                                        a request's ``?decoder=`` overrides it)
 =====================================  ==========================================================
 """
 
@@ -43,6 +45,7 @@ class Settings:
     torch_threads: int = 0  # 0: CPUs // workers
     max_queue: int = 256
     batch_size: int = 16
+    decoder: str = "greedy"
 
     def __post_init__(self) -> None:
         cpus = available_cpus()
@@ -52,6 +55,8 @@ class Settings:
             object.__setattr__(self, "workers", min(cpus, 4))
         if self.torch_threads == 0:
             object.__setattr__(self, "torch_threads", max(1, cpus // self.workers))
+        if self.decoder not in ("greedy", "beam"):
+            raise ValueError(f"{PREFIX}DECODER must be 'greedy' or 'beam', got {self.decoder!r}")
         for name in ("max_body_bytes", "max_pixels", "max_side", "max_batch", "workers", "torch_threads", "max_queue", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
@@ -68,7 +73,7 @@ class Settings:
                 continue
             if f.name == "checkpoint":
                 values[f.name] = Path(raw)
-            elif f.name == "device":
+            elif f.name in ("device", "decoder"):
                 values[f.name] = raw
             else:
                 try:

@@ -28,7 +28,9 @@ if __package__ in (None, ""):
 from text_recognizer.codec import Codec  # noqa: E402
 from text_recognizer.ctc import calibration as cal  # noqa: E402
 from text_recognizer.ctc.beam import BeamOptions  # noqa: E402
-from text_recognizer.ctc.decoder import Geometry, LineDecoder, line_calibration_features, line_features, word_features  # noqa: E402
+from text_recognizer.ctc.decoder import (  # noqa: E402
+    Geometry, LineDecoder, char_features, line_calibration_features, line_features, word_features,
+)
 from text_recognizer.ctc.lm import arpa_text, load_bundle, make_bundle, save_bundle  # noqa: E402
 from text_recognizer.data.tokenization import detokenize  # noqa: E402
 from text_recognizer.metrics import cer, line_cer  # noqa: E402
@@ -95,23 +97,23 @@ def calibration_data(decoder: LineDecoder, paths, lps, refs) -> dict:
         raw = line_features(path, lp)
         text = decoder.codec.decode([c[0] for c in raw["chars"]])
         char_ok = cal.char_correctness(ref, text)
-        for (i, _, _, logp), ok in zip(raw["chars"], char_ok):
-            if decoder.codec.charset[i - 1] != " ":
-                out["char"][0].append([logp])
+        for item, ok in zip(raw["chars"], char_ok):
+            if decoder.codec.charset[item[0] - 1] != " ":
+                out["char"][0].append(char_features(item))
                 out["char"][1].append(float(ok))
         word_ok = cal.word_correctness(ref, text)
-        logps, k = [], 0
+        word, k = [], 0
         for item in [*raw["chars"], None]:
             if item is None or decoder.codec.charset[item[0] - 1] == " ":
-                if logps:
-                    out["word"][0].append(word_features(logps))
+                if word:
+                    out["word"][0].append(word_features(word))
                     out["word"][1].append(float(word_ok[k]))
                     k += 1
-                logps = []
+                word = []
             else:
-                logps.append(item[3])
+                word.append(item)
         e = line_cer(ref, text)
-        out["line"][0].append(line_calibration_features([c[3] for c in raw["chars"]], raw["mean_best"]))
+        out["line"][0].append(line_calibration_features(raw["chars"], raw["mean_best"]))
         out["line"][1].append(max(0.0, 1.0 - e))
         out["old_line"].append(float(torch.tensor(raw["mean_best"]).exp()))
         out["line_cer"].append((ref, text))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -83,6 +84,20 @@ class LineRecognizer:
         if decoder == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {path} was trained with loss {self.loss!r}")
         self.decoder = LineDecoder(self.codec, decoder, bundle, use_lm=use_lm, **(beam_options or {}))
+        self._bundle, self._use_lm = bundle, use_lm
+        self._decoders = {decoder: self.decoder}
+        self._decoders_lock = threading.Lock()
+
+    def decoder_for(self, name: str | None) -> LineDecoder:
+        """The decoder called ``name`` (``None``: this recognizer's default), built once with the same LM."""
+        if name is None:
+            return self.decoder
+        if name not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {name!r}")
+        with self._decoders_lock:
+            if name not in self._decoders:
+                self._decoders[name] = LineDecoder(self.codec, name, self._bundle, use_lm=self._use_lm)
+            return self._decoders[name]
 
     @property
     def height(self) -> int:
@@ -104,13 +119,17 @@ class LineRecognizer:
         return Geometry(self.config.window_width, self.config.window_stride, scale, width)
 
     @torch.inference_mode()
-    def predict_tensors(self, lines: Sequence[torch.Tensor],
-                        image_sizes: Sequence[tuple[int, int]] | None = None) -> list[DecodedLine]:
+    def predict_tensors(self, lines: Sequence[torch.Tensor], image_sizes: Sequence[tuple[int, int]] | None = None,
+                        decoder: str | None = None) -> list[DecodedLine]:
         """Decode preprocessed ``(1, H, W)`` lines, batched by similar width to limit padding.
 
         ``image_sizes`` (original ``(width, height)`` per line) puts word and character positions in
-        the original images' pixels; without it they are in preprocessed pixels.
+        the original images' pixels; without it they are in preprocessed pixels. ``decoder``
+        overrides this recognizer's decoder for this call (``"greedy"`` or ``"beam"``).
         """
+        line_decoder = self.decoder_for(decoder)
+        if line_decoder.name == "beam" and self.loss != "ctc":
+            raise ValueError(f"decoder='beam' needs a CTC model; {self.path} was trained with loss {self.loss!r}")
         if image_sizes is not None and len(image_sizes) != len(lines):
             raise ValueError(f"image_sizes has {len(image_sizes)} entries for {len(lines)} lines")
         results: list[DecodedLine | None] = [None] * len(lines)
@@ -131,7 +150,7 @@ class LineRecognizer:
             for row, i in enumerate(chunk):
                 size = image_sizes[i] if image_sizes is not None else None
                 geometry = self.geometry(lines[i].shape[-1], size)
-                results[i] = self.decoder.decode(log_probs[row, : int(frames[row])], geometry)
+                results[i] = line_decoder.decode(log_probs[row, : int(frames[row])], geometry)
         return results  # type: ignore[return-value]
 
     def predict_lines(self, images: Sequence[Image.Image | str | Path]) -> list[DecodedLine]:

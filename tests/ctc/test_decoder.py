@@ -52,8 +52,8 @@ def test_uncertain_character_lowers_its_word_only() -> None:
 
 
 def test_calibration_from_the_bundle_is_applied() -> None:
-    calibration = {"greedy": {"char": {"weights": [0.0], "bias": 0.0}, "word": {"weights": [0.0, 0.0], "bias": 0.0},
-                              "line": {"weights": [0.0, 0.0], "bias": 0.0}}}
+    calibration = {"greedy": {"char": {"weights": [0.0, 0.0], "bias": 0.0}, "word": {"weights": [0.0] * 4, "bias": 0.0},
+                              "line": {"weights": [0.0] * 3, "bias": 0.0}}}
     bundle = make_bundle(None, CODEC, None, "test", calibration=calibration)
     line = LineDecoder(CODEC, "greedy", bundle).decode(peaked_log_probs(PATH), Geometry(16, 4))
     assert {x.confidence for x in (*line.chars, *line.words)} == {0.5} and line.confidence == 0.5

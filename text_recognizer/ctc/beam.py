@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, fields
 
 import torch
@@ -94,6 +95,7 @@ class BeamDecoder:
             sil_score=float(self.options.word_bonus if self.has_lm else 0.0), log_add=False, criterion_type=CriterionType.CTC,
         )
         self._lm = lm  # the decoder keeps a reference; so do we
+        self._lock = threading.Lock()  # flashlight's decoder keeps its hypotheses in itself: one line at a time
         self._decoder = LexiconFreeDecoder(settings, lm, self.space_id, BLANK_ID, [])
 
     def best_path(self, log_probs: torch.Tensor) -> list[int]:
@@ -106,7 +108,8 @@ class BeamDecoder:
         if frames == 0:
             return []
         emissions = log_probs.detach().to("cpu", torch.float32).contiguous()
-        results = self._decoder.decode(emissions.data_ptr(), frames, emissions.shape[1])
+        with self._lock:
+            results = self._decoder.decode(emissions.data_ptr(), frames, emissions.shape[1])
         return [int(i) for i in results[0].tokens[1 : frames + 1]]  # flashlight pads one token each side
 
 

@@ -17,7 +17,6 @@ import math
 from collections.abc import Sequence
 
 import torch
-from rapidfuzz.distance import Levenshtein
 
 
 def _check_weights(model: dict, features: Sequence[float], level: str) -> None:
@@ -71,6 +70,8 @@ def word_correctness(reference: str, prediction: str) -> list[bool]:
 
 def _matches(ref: list[str], hyp: list[str]) -> list[tuple[str, int, int]]:
     """Word pairs a minimal word-level edit script keeps unchanged."""
+    from rapidfuzz.distance import Levenshtein  # measuring only: the serving image does not need it
+
     out = []
     for block in Levenshtein.opcodes(ref, hyp):
         if block.tag == "equal":
@@ -81,6 +82,8 @@ def _matches(ref: list[str], hyp: list[str]) -> list[tuple[str, int, int]]:
 
 def char_correctness(reference: str, prediction: str) -> list[bool]:
     """For each character of ``prediction`` (spaces included): kept unchanged by a minimal edit script?"""
+    from rapidfuzz.distance import Levenshtein
+
     correct = [False] * len(prediction)
     for block in Levenshtein.opcodes(reference, prediction):
         if block.tag == "equal":

@@ -7,8 +7,10 @@ greedy, the best beam hypothesis for beam); everything after that is shared:
 - a character is a run of the same non-blank class in the path; it spans the frames of that run,
   and frame ``t`` saw pixels ``[t * stride, t * stride + window_width)`` of the preprocessed line,
   scaled back to the original image's width;
-- a character's raw score is its best frame probability ``max_t p_t(c)`` over its frames (a
-  character the LM chose against the model's evidence scores low);
+- a character's raw scores are its best frame probability ``p = max_t p_t(c)`` over its frames
+  (as a logit, ``log p - log(1 - p)``, which keeps apart the many characters with p near 1) and its
+  margin ``max_t (log p_t(c) - max_c' log p_t(c'))``: 0 when the model itself preferred it, negative
+  when beam search or the LM chose it against the model's evidence;
 - the raw scores become probabilities through the bundle's calibration
   (``text_recognizer.ctc.calibration``): characters ``P(char right)``, words ``P(word exactly
   right)``, the line ``expected fraction of characters right (1 - CER)``. Without a calibration
@@ -64,26 +66,40 @@ def runs(path: Sequence[int]) -> list[tuple[int, int, int]]:
     return out
 
 
+def _logit(logp: float) -> float:
+    p = min(max(math.exp(logp), 1e-6), 1 - 1e-6)
+    return math.log(p) - math.log1p(-p)
+
+
 def line_features(path: Sequence[int], log_probs: torch.Tensor) -> dict:
-    """Raw scores of one line's path: characters (with spaces), words and the line."""
+    """Raw scores of one line's path: per character (spaces too) ``(id, first, last, log p, margin)``."""
     frames = len(path)
     chars = []
+    best = log_probs[:frames].max(-1).values if frames else log_probs.new_zeros(0)  # (T,)
     for i, first, last in runs(path):
         logp = float(log_probs[first : last + 1, i].max())
-        chars.append((i, first, last, logp))
-    mean_best = float(log_probs[:frames].max(-1).values.mean()) if frames else -50.0  # no frames: confidence ~0
+        margin = float((log_probs[first : last + 1, i] - best[first : last + 1]).max())
+        chars.append((i, first, last, logp, margin))
+    mean_best = float(best.mean()) if frames else -50.0  # no frames: confidence ~0
     return {"chars": chars, "mean_best": mean_best}
 
 
-def word_features(char_logps: Sequence[float]) -> list[float]:
-    """A word's calibration features: its weakest character's log-probability and their mean."""
-    return [min(char_logps), sum(char_logps) / len(char_logps)]
+def char_features(char: tuple) -> list[float]:
+    """A character's calibration features: the logit of its probability and its margin."""
+    return [_logit(char[3]), char[4]]
 
 
-def line_calibration_features(char_logps: Sequence[float], mean_best: float) -> list[float]:
-    """A line's calibration features: mean character log-probability and mean best-frame log-probability."""
-    mean_char = sum(char_logps) / len(char_logps) if char_logps else -50.0
-    return [mean_char, mean_best]
+def word_features(chars: Sequence[tuple]) -> list[float]:
+    """A word's calibration features: weakest and mean character logit, weakest margin, length."""
+    logits = [_logit(c[3]) for c in chars]
+    return [min(logits), sum(logits) / len(logits), min(c[4] for c in chars), math.log(len(chars))]
+
+
+def line_calibration_features(chars: Sequence[tuple], mean_best: float) -> list[float]:
+    """A line's calibration features: mean character logit, mean margin, mean best-frame log-probability."""
+    if not chars:
+        return [-14.0, -50.0, mean_best]
+    return [sum(_logit(c[3]) for c in chars) / len(chars), sum(c[4] for c in chars) / len(chars), mean_best]
 
 
 class LineDecoder:
@@ -132,35 +148,33 @@ class LineDecoder:
         c = self.calibration
         chars: list[Span] = []
         words: list[Span] = []
-        current: list[tuple[int, int, int, float]] = []
+        current: list[tuple] = []
         text_parts: list[str] = []
 
         def close_word() -> None:
             if not current:
                 return
-            logps = [x[3] for x in current]
-            confidence = cal.apply(c["word"], word_features(logps), "word") if c else math.exp(sum(logps))
+            confidence = cal.apply(c["word"], word_features(current), "word") if c else math.exp(sum(x[3] for x in current))
             start, end = geometry.x_range(current[0][1], current[-1][2])
             words.append(Span(self.codec.decode([x[0] for x in current]), confidence, start, end,
                               current[0][1], current[-1][2]))
             current.clear()
 
         for item in raw["chars"]:
-            i, first, last, logp = item
+            i, first, last, logp, _ = item
             character = self.codec.decode([i])
             text_parts.append(character)
             if character == " ":
                 close_word()
                 continue
-            confidence = cal.apply(c["char"], [logp], "char") if c else math.exp(logp)
+            confidence = cal.apply(c["char"], char_features(item), "char") if c else math.exp(logp)
             start, end = geometry.x_range(first, last)
             chars.append(Span(character, confidence, start, end, first, last))
             current.append(item)
         close_word()
         text = "".join(text_parts)
-        char_logps = [x[3] for x in raw["chars"]]
         if c:
-            line_confidence = cal.apply(c["line"], line_calibration_features(char_logps, raw["mean_best"]), "line")
+            line_confidence = cal.apply(c["line"], line_calibration_features(raw["chars"], raw["mean_best"]), "line")
         else:
             line_confidence = math.exp(raw["mean_best"])
         return DecodedLine(text=text, confidence=line_confidence, words=tuple(words), chars=tuple(chars))
