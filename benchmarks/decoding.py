@@ -14,6 +14,7 @@ seconds over the same lines in this process, printed as ratios against greedy.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import sys
@@ -34,6 +35,7 @@ from text_recognizer.ctc.decoder import (  # noqa: E402
 from text_recognizer.ctc.lm import arpa_text, load_bundle, make_bundle, save_bundle  # noqa: E402
 from text_recognizer.data.tokenization import detokenize  # noqa: E402
 from text_recognizer.metrics import cer, line_cer  # noqa: E402
+from text_recognizer.recognizer import DEFAULT_CHECKPOINT  # noqa: E402
 
 OOD = ("stanford_memorials_1905", "gw_washington_1755")
 GEOMETRY = Geometry(16, 4)  # positions are not scored here
@@ -268,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bundle_out:
         out = make_bundle(arpa_text(bundle), codec, bundle["lm"]["order"], bundle["lm"]["source"],
                           beam=options.to_dict(), calibration=calibrations)
+        out["model_sha256"] = hashlib.sha256(DEFAULT_CHECKPOINT.read_bytes()).hexdigest()  # the cached logits' model
         save_bundle(out, args.bundle_out)
         print(f"bundle with tuned settings and calibration -> {args.bundle_out}")
     text = "\n".join(report)

@@ -87,3 +87,11 @@ def test_evaluate_with_beam_writes_confidence_columns(bundle_file, tmp_path, cap
         rows = list(csv.DictReader(f))
     assert rows and {"confidence", "weakest_word", "weakest_word_confidence"} <= set(rows[0])
     assert all(0 <= float(row["confidence"]) <= 1 for row in rows)
+
+
+def test_bundle_tuned_for_another_model_warns(tmp_path) -> None:
+    codec = LineRecognizer().codec
+    bundle = dict(make_bundle(None, codec, None, "x"), model_sha256="0" * 64)
+    path = save_bundle(bundle, tmp_path / "stale.decoder.pt")
+    with pytest.warns(UserWarning, match="another model"):
+        LineRecognizer(decoder_bundle=path)

@@ -8,9 +8,11 @@ Command line::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,6 +83,10 @@ class LineRecognizer:
                       else decoder_bundle_for(path, payload, self.codec))
         except LanguageModelError as error:
             raise CheckpointError(str(error)) from error
+        tuned_for = (bundle or {}).get("model_sha256")
+        if tuned_for and tuned_for != hashlib.sha256(path.read_bytes()).hexdigest():
+            warnings.warn(f"the decoder bundle of {path} was tuned and calibrated for another model: confidences and "
+                          "LM settings may be off; rerun benchmarks/decoding.py (see README, Decoding)", stacklevel=2)
         if decoder == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {path} was trained with loss {self.loss!r}")
         self.decoder = LineDecoder(self.codec, decoder, bundle, use_lm=use_lm, **(beam_options or {}))
