@@ -253,7 +253,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                           inference_ms=result["inference_ms"], preprocess_ms=result["preprocess_ms"], queue_ms=result["queue_ms"])
 
     @app.post("/v1/predict/batch", response_model=BatchPrediction, responses=_ERRORS, openapi_extra={"requestBody": _BATCH_BODY}, tags=["recognition"])
-    async def predict_batch(request: Request, decoder: str | None = Query(None, description=_DECODER_HELP)) -> BatchPrediction:
+    async def predict_batch(
+        request: Request, decoder: str | None = Query(None, description=_DECODER_HELP)
+    ) -> BatchPrediction:
         """Recognise several lines (multipart ``files`` or JSON ``{"images": [...]}``) as one padded batch; results in request order."""
         serving = serving_of(request)
         decoder = _decoder_choice(serving, decoder)
@@ -292,7 +294,8 @@ _PAGE_HEADERS = {
 }
 
 
-_DECODER_HELP = "greedy or beam (beam search with the model's language model); default: the server's TEXT_RECOGNIZER_DECODER"
+_DECODER_HELP = ("greedy or beam (beam search with the model's language model); "
+                 "default: the server's TEXT_RECOGNIZER_DECODER")
 
 
 def _decoder_choice(serving: Serving, decoder: str | None) -> str:
@@ -327,8 +330,8 @@ def _recognise(serving: Serving, blobs: list[tuple[str, bytes]], decoder: str | 
     lines = recognizer.predict_tensors(tensors, sizes, decoder=decoder)
     t2 = time.perf_counter()
     return {
-        "lines": [{**line.to_dict(), "confidence": min(1.0, max(0.0, float(line.confidence))), "image_width": w, "image_height": h}
-                  for line, (w, h) in zip(lines, sizes)],
+        "lines": [{**line.to_dict(), "confidence": min(1.0, max(0.0, float(line.confidence))),
+                   "image_width": w, "image_height": h} for line, (w, h) in zip(lines, sizes)],
         "preprocess_s": t1 - t0, "inference_s": t2 - t1,
     }
 

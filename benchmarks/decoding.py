@@ -144,13 +144,17 @@ def deciles(confidences: list[float], pairs: list[tuple[str, str]]) -> list[tupl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path("/tmp/lm"), help="folder of decode_logits.py outputs")
-    parser.add_argument("--bundle", type=Path, required=True, help="decoder bundle with the LM (python -m text_recognizer.ctc.lm)")
-    parser.add_argument("--bundle-out", type=Path, default=None, help="write the bundle with tuned settings + calibration")
+    parser.add_argument("--bundle", type=Path, required=True,
+                        help="decoder bundle with the LM (python -m text_recognizer.ctc.lm)")
+    parser.add_argument("--bundle-out", type=Path, default=None,
+                        help="write the bundle with tuned settings + calibration")
     parser.add_argument("--report", type=Path, default=None, help="markdown report")
     parser.add_argument("--weights", default="0.8,1.0,1.2,1.4", help="LM weights to try")
     parser.add_argument("--bonuses", default="0.5,1.0,1.5,2.0,2.5", help="word bonuses to try")
     parser.add_argument("--beam-width", type=int, default=8)
-    parser.add_argument("--train-text", nargs="*", default=["../shared/data/iam/train", "../shared/data/iam/train_extra"])
+    parser.add_argument("--train-text", nargs="*",
+                        default=["../shared/data/iam/train", "../shared/data/iam/train_extra"],
+                        help="text for pyctcdecode's word LM")
     parser.add_argument("--skip-pyctcdecode", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -188,10 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         print(rows[-3:], flush=True)
     log["libraries"] = rows
     report += ["### Libraries (tuning half of IAM val, decode only, no model time)", "",
-               "| library | LM | beam | LM weight | bonus | CER | decode s | x greedy |", "|---|---|---|---|---|---|---|---|"]
+               "| library | LM | beam | LM weight | bonus | CER | decode s | x greedy |",
+               "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "cer" in r:
-            report.append(f"| {r['library']} | {r['lm']} | {r['beam']} | {r.get('lm_weight', '-')} | {r.get('word_bonus', '-')} "
+            report.append(f"| {r['library']} | {r['lm']} | {r['beam']} | {r.get('lm_weight', '-')} "
+                          f"| {r.get('word_bonus', '-')} "
                           f"| {100 * r['cer']:.2f}% | {r['seconds']:.1f} | {r['ratio']:.0f} |")
         else:
             report.append(f"| {r['library']} | {r['note']} |")
@@ -233,19 +239,20 @@ def main(argv: list[str] | None = None) -> int:
         report += ["", f"### Calibration, {name} (fit on the tuning half, measured on the held-out half)", ""]
         for level in ("char", "word", "line"):
             conf = [cal.apply(fitted[level], f) for f in held[level][0]]
-            raw_conf = None
             ece = cal.expected_calibration_error(conf, held[level][1])
             report.append(f"- {level}: ECE {ece:.4f} over {len(conf)} {level}s"
                           + (" (outcome: 1 - line CER)" if level == "line" else ""))
             log[f"ece_{name}_{level}"] = ece
             if level == "word":
-                report += ["", "| word confidence | words | mean confidence | share exactly right |", "|---|---|---|---|"]
+                report += ["", "| word confidence | words | mean confidence | share exactly right |",
+                           "|---|---|---|---|"]
                 for row in cal.reliability_table(conf, held[level][1]):
-                    report.append(f"| {row['low']:.1f}-{row['high']:.1f} | {row['n']} | {row['confidence']:.3f} | {row['accuracy']:.3f} |")
+                    report.append(f"| {row['low']:.1f}-{row['high']:.1f} | {row['n']} | {row['confidence']:.3f} "
+                                  f"| {row['accuracy']:.3f} |")
                 report.append("")
-            del raw_conf
         # line confidence ranking: today's number vs the calibrated line confidence
-        report += ["", "| set | lines | CER | worst-10% / best-10% CER, today's confidence | same, new line confidence |",
+        report += ["", "| set | lines | CER | worst-10% / best-10% CER, today's confidence "
+                   "| same, new line confidence |",
                    "|---|---|---|---|---|"]
         sets = {"IAM val held-out half": (sub(all_paths[name], "held"), sub(lps, "held"), sub(refs, "held")),
                 "IAM val all": (all_paths[name], lps, refs)}
@@ -260,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             old_low, old_high, old_ratio = decile_ratio(d["old_line"], pairs)
             low, high, ratio = decile_ratio(new, pairs)
             total = cer([p[0] for p in pairs], [p[1] for p in pairs])
-            report.append(f"| {set_name} | {len(pairs)} | {100 * total:.2f}% | {100 * old_low:.1f}% / {100 * old_high:.1f}% = "
+            report.append(f"| {set_name} | {len(pairs)} | {100 * total:.2f}% | "
+                          f"{100 * old_low:.1f}% / {100 * old_high:.1f}% = "
                           f"{old_ratio:.1f}x | {100 * low:.1f}% / {100 * high:.1f}% = {ratio:.1f}x |")
             log[f"deciles_{name}_{set_name}"] = deciles(new, pairs)
         report.append("")

@@ -49,14 +49,16 @@ def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
 
 
 def write_errors(path: Path, result: dict) -> None:
-    """Per-line CSV (file, reference, prediction, cer, confidence, least-confident word and its confidence), worst first."""
+    """Per-line CSV, worst lines first: file, reference, prediction, cer, line confidence, and the
+    least-confident word with its confidence (where to look first)."""
     rows = sorted(
         zip(result["files"], result["references"], result["predictions"], result["lines"]),
         key=lambda row: -line_cer(row[1], row[2]),
     )
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["file", "reference", "prediction", "cer", "confidence", "weakest_word", "weakest_word_confidence"])
+        writer.writerow(["file", "reference", "prediction", "cer", "confidence", "weakest_word",
+                         "weakest_word_confidence"])
         for file, ref, pred, line in rows:
             weakest = min(line.words, key=lambda w: w.confidence, default=None)
             writer.writerow([file, ref, pred, f"{line_cer(ref, pred):.4f}", f"{line.confidence:.4f}",
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     add_decoder_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size, **decoder_kwargs(args))
+        recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size,
+                                    **decoder_kwargs(args))
         result = evaluate_folder(recognizer, args.data)
     except (CheckpointError, DatasetFormatError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -66,7 +66,8 @@ def test_bad_options(kwargs, error) -> None:
 
 
 def test_from_dict_rejects_unknown_names() -> None:
-    assert BeamOptions.from_dict({"beam_width": 3, "other": 1}, lm_weight=0.5) == BeamOptions(beam_width=3, lm_weight=0.5)
+    options = BeamOptions.from_dict({"beam_width": 3, "other": 1}, lm_weight=0.5)
+    assert options == BeamOptions(beam_width=3, lm_weight=0.5)
     with pytest.raises(TypeError, match="beam_size"):
         BeamOptions.from_dict(None, beam_size=3)
 

@@ -92,7 +92,8 @@ class BeamDecoder:
         settings = LexiconFreeDecoderOptions(
             beam_size=self.options.beam_width, beam_size_token=min(self.options.token_beam, len(tokens)),
             beam_threshold=float(self.options.threshold), lm_weight=float(self.options.lm_weight if self.has_lm else 0),
-            sil_score=float(self.options.word_bonus if self.has_lm else 0.0), log_add=False, criterion_type=CriterionType.CTC,
+            sil_score=float(self.options.word_bonus if self.has_lm else 0.0), log_add=False,
+            criterion_type=CriterionType.CTC,
         )
         self._lm = lm  # the decoder keeps a reference; so do we
         self._lock = threading.Lock()  # flashlight's decoder keeps its hypotheses in itself: one line at a time

@@ -154,7 +154,10 @@ class LineDecoder:
         def close_word() -> None:
             if not current:
                 return
-            confidence = cal.apply(c["word"], word_features(current), "word") if c else math.exp(sum(x[3] for x in current))
+            if c:
+                confidence = cal.apply(c["word"], word_features(current), "word")
+            else:
+                confidence = math.exp(sum(x[3] for x in current))
             start, end = geometry.x_range(current[0][1], current[-1][2])
             words.append(Span(self.codec.decode([x[0] for x in current]), confidence, start, end,
                               current[0][1], current[-1][2]))
@@ -189,7 +192,8 @@ def add_decoder_arguments(parser) -> None:
     group.add_argument("--decoder-bundle", type=str, default=None,
                        help="decoder bundle (LM, tuned settings, calibration); default: the checkpoint's")
     defaults = BeamOptions()
-    group.add_argument("--beam-width", type=int, default=None, help=f"hypotheses kept (tuned default {defaults.beam_width})")
+    group.add_argument("--beam-width", type=int, default=None,
+                       help=f"hypotheses kept (tuned default {defaults.beam_width})")
     group.add_argument("--lm-weight", type=float, default=None, help=f"LM weight (tuned default {defaults.lm_weight})")
     group.add_argument("--word-bonus", type=float, default=None,
                        help=f"score per word, i.e. per space (tuned default {defaults.word_bonus})")

@@ -135,7 +135,9 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
     if not isinstance(bundle, dict) or bundle.get("kind") != BUNDLE_KIND:
         raise LanguageModelError(f"{where} is not a text_recognizer decoder bundle")
     if bundle.get("version") != BUNDLE_VERSION:
-        raise LanguageModelError(f"{where} has bundle version {bundle.get('version')}, this version reads {BUNDLE_VERSION}")
+        raise LanguageModelError(
+            f"{where} has bundle version {bundle.get('version')}, this version reads {BUNDLE_VERSION}"
+        )
     if codec is not None and bundle.get("charset") != codec.charset:
         raise LanguageModelError(
             f"{where} was built for the alphabet {bundle.get('charset')!r}, but the model's is {codec.charset!r}"
@@ -175,7 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=".txt files (one line each) or dataset folders (labels.tsv, detokenised); "
                              "default: IAM train + train_extra. Never validation or test text")
     parser.add_argument("--checkpoint", type=Path, default=None,
-                        help="model whose alphabet the LM uses; the bundle goes next to it (default: the bundled model)")
+                        help="model whose alphabet the LM uses; the bundle goes next to it "
+                             "(default: the bundled model)")
     parser.add_argument("--order", type=int, default=MAX_ORDER, help=f"n-gram order, 1..{MAX_ORDER}")
     parser.add_argument("--out", type=Path, default=None, help="bundle path (default: <checkpoint>.decoder.pt)")
     parser.add_argument("--arpa", type=Path, default=None, help="also write the plain ARPA file here")

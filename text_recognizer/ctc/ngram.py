@@ -33,7 +33,10 @@ def _discount(counts: Counter) -> float:
     return min(max(n1 / (n1 + 2 * n2), 0.05), 0.95)
 
 
-def estimate_kneser_ney(sentences: Iterable[Sequence[str]], order: int) -> list[dict[tuple[str, ...], tuple[float, float]]]:
+NgramTable = dict[tuple[str, ...], tuple[float, float]]
+
+
+def estimate_kneser_ney(sentences: Iterable[Sequence[str]], order: int) -> list[NgramTable]:
     """Token sequences -> per order ``{ngram: (log10 prob, log10 back-off)}`` (back-off 0 at the top order).
 
     Each sentence is wrapped in ``<s> ... </s>``; ``<unk>`` gets the uniform share of the unigram
@@ -105,7 +108,7 @@ def _backoff_prob(gram: tuple[str, ...], probs: list[dict], gammas: list[dict], 
     return gamma * _backoff_prob(gram[1:], probs, gammas, vocab_size)
 
 
-def write_arpa(tables: list[dict[tuple[str, ...], tuple[float, float]]], path: str | Path) -> Path:
+def write_arpa(tables: list[NgramTable], path: str | Path) -> Path:
     """Write ``estimate_kneser_ney``'s tables as an ARPA file (sorted, so the file is reproducible)."""
     path = Path(path)
     order = len(tables)
