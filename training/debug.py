@@ -26,13 +26,13 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.checkpoint import CheckpointError, load_checkpoint
-from text_recognizer.ctc import ctc_loss, required_frames
+from text_recognizer.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from text_recognizer.ctc import ctc_loss
+from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.data.lines import LineBatch
-from text_recognizer.models import build_model
-from text_recognizer.models.config import ModelConfig
 from training.config import ExperimentConfig
 from training.guard import DUMP_KIND
+from training.objective import compute_loss, feasible_rows
 
 
 @dataclass
@@ -78,27 +78,26 @@ class Replay:
         return "\n".join(lines)
 
 
-def load_dump(path: str | Path) -> dict:
-    payload = load_checkpoint(path)
-    if payload.get("kind") != DUMP_KIND:
+def load_dump(path: str | Path) -> Checkpoint:
+    """A bad-step dump: the run's checkpoint bundle, with the step's facts in ``extra``."""
+    dump = load_checkpoint(path)
+    if dump.extra.get("kind") != DUMP_KIND:
         raise CheckpointError(f"{path} is a checkpoint but not a bad-step dump (no kind={DUMP_KIND!r})")
-    return payload
+    return dump
 
 
-def _batch(dump: dict, device: torch.device) -> LineBatch:
-    b = dump["batch"]
+def _batch(dump: Checkpoint, device: torch.device) -> LineBatch:
+    b = dump.extra["batch"]
     return LineBatch(b["images"], b["widths"], b["targets"], b["target_lengths"], list(b["texts"])).to(device)
 
 
-def _model(dump: dict, checkpoint: str | None, device: torch.device) -> torch.nn.Module:
+def _model(dump: Checkpoint, checkpoint: str | None, device: torch.device) -> torch.nn.Module:
     source = load_checkpoint(checkpoint) if checkpoint else dump
-    model = build_model(ModelConfig.from_dict(source["model_config"]))
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in source["model_state"].items()})
-    return model.to(device).train()  # the step ran in training mode (dropout, batch statistics)
+    return source.build_model().to(device).train()  # the step ran in training mode (dropout, batch statistics)
 
 
-def _restore_rng(dump: dict, device: torch.device) -> None:
-    rng = dump.get("rng") or {}
+def _restore_rng(dump: Checkpoint, device: torch.device) -> None:
+    rng = dump.extra.get("rng") or {}
     if "torch" in rng:
         torch.set_rng_state(rng["torch"])
     if device.type == "cuda" and "cuda" in rng:
@@ -122,18 +121,11 @@ def _finite(value) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in _tensors(value))
 
 
-def _compute_loss(model, batch: LineBatch, dump: dict):
-    """The step's loss exactly as ``fit`` computes it (the trainer's own ``compute_loss``)."""
-    from training.trainer import compute_loss
-
-    config = ExperimentConfig.from_dict(dump["config"])
-    extra = []
-    interctc_settings = getattr(config, "interctc", None)
-    if interctc_settings is not None:
-        from text_recognizer.ctc.interctc import InterCTC
-
-        extra.append(InterCTC.from_settings(interctc_settings.layers, interctc_settings.weights))
-    return compute_loss(model, batch, config.run.loss, config.run.ctc_impl, *extra)
+def _compute_loss(model, batch: LineBatch, dump: Checkpoint):
+    """The step's loss exactly as ``fit`` computes it (``training.objective.compute_loss``)."""
+    config = ExperimentConfig.from_dict(dump.provenance.recipe)
+    interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
+    return compute_loss(model, batch, config.run.loss, config.run.ctc_impl, interctc)
 
 
 def replay(dump_path: str | Path, checkpoint: str | None = None, trace: bool = False, device: str = "cpu", top: int = 5) -> Replay:
@@ -160,7 +152,7 @@ def replay(dump_path: str | Path, checkpoint: str | None = None, trace: bool = F
         for handle in handles:
             handle.remove()
     loss_value = float(loss.detach())
-    dump_loss = float(dump["loss_value"])
+    dump_loss = float(dump.extra["loss_value"])
     grad_norm, largest, bad, first_grad = None, [], [], ""
     if math.isfinite(loss_value):
         order: list[str] = []
@@ -176,7 +168,7 @@ def replay(dump_path: str | Path, checkpoint: str | None = None, trace: bool = F
         largest = sorted(norms.items(), key=lambda kv: -kv[1] if math.isfinite(kv[1]) else -math.inf)[:top]
         bad = [name for name, p in model.named_parameters() if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
         first_grad = order[0] if order else ""
-    if dump["loss_finite"]:  # the step had a finite loss but a non-finite gradient
+    if dump.extra["loss_finite"]:  # the step had a finite loss but a non-finite gradient
         reproduced = math.isfinite(loss_value) and (bool(bad) or not math.isfinite(grad_norm))
     else:
         reproduced = not math.isfinite(loss_value)
@@ -242,8 +234,7 @@ def crosscheck(dump_path: str | Path, checkpoint: str | None = None, device: str
     with torch.no_grad():
         logits = model(batch.images, batch.widths).detach().cpu()  # (B, T, C)
     frames = model.output_lengths(batch.widths).cpu()
-    needed = torch.tensor([required_frames(t) for t in batch.texts])
-    rows = (frames >= needed).nonzero().flatten()  # the samples the training step scored
+    rows = feasible_rows(frames, batch.texts)  # the samples the training step scored
     logits, targets = logits[rows], batch.targets.cpu()[rows]
     frames, lengths = frames[rows], batch.target_lengths.cpu()[rows]
     result = Crosscheck(bool(torch.isfinite(logits).all()), len(rows))
@@ -299,8 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"{args.dump}: step {dump['step']} (epoch {dump['epoch']}), {len(dump['batch']['texts'])} lines; "
-          f"trained on {dump.get('device', '?')}; recorded: {dump['reason']}; last checkpoint: {dump.get('checkpoint')}")
+    facts = dump.extra
+    print(f"{args.dump}: step {facts['step']} (epoch {facts['epoch']}), {len(facts['batch']['texts'])} lines; "
+          f"trained on {facts.get('device', '?')}; recorded: {facts['reason']}; last checkpoint: {facts.get('checkpoint')}")
     try:
         if args.command == "replay":
             print(replay(args.dump, args.checkpoint, args.trace, args.device).report(args.trace))

@@ -13,8 +13,8 @@ logger's ``log_event``, so W&B too) and dumped to ``<run_dir>/bad_steps/step_<N>
 (images, widths, targets, lengths, texts), the step, the loss, which gradients were non-finite, the
 RNG state before the step, the model exactly as the step saw it, and a reference to the last
 checkpoint (which holds the optimiser state; a skipped step does not change it). The dump is a
-valid checkpoint (plain types, ``torch.load(..., weights_only=True)``), so
-``python -m training.debug replay DUMP`` can reproduce the step without anything else.
+valid checkpoint (``text_recognizer.checkpoint``: the run's bundle with the step's weights, the rest in
+``extra``), so ``python -m training.debug replay DUMP`` can reproduce the step without anything else.
 
 After ``max_bad_steps`` consecutive bad steps ``should_stop()`` is true and ``fit`` saves ``last.pt``
 and raises ``TrainingError(guard.stop_message(...))``, which names the dumps.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.checkpoint import save_checkpoint
+from text_recognizer.checkpoint import Checkpoint, save_checkpoint
 
 DUMP_DIR = "bad_steps"
 DUMP_KIND = "text_recognizer.bad_step"
@@ -98,11 +98,11 @@ class NonFiniteGuard:
         self.streak_dumps = []
 
     def record(self, problem: Problem, *, model, optimizer, batch, step: int, epoch: int, batch_in_epoch: int,
-               total_bad: int, payload: dict, checkpoint: Path | None) -> Path | None:
+               total_bad: int, bundle: Checkpoint, checkpoint: Path | None) -> Path | None:
         """Handle a bad step: restore buffers, drop gradients, write the dump, log; return the dump path.
 
-        ``payload`` holds the checkpoint fields that rebuild the model (``model_config``, ``codec``,
-        ``loss``, ``config``); ``checkpoint`` is the last saved ``last.pt`` (or ``None``).
+        ``bundle`` is the run's checkpoint (model config, codec, decoding, recipe; its weights are
+        replaced by the model's as the step saw them); ``checkpoint`` is the last saved ``last.pt`` (or ``None``).
         """
         with torch.no_grad():
             for buffer, saved in zip(model.buffers(), self._buffers):
@@ -112,10 +112,8 @@ class NonFiniteGuard:
         path = None
         if total_bad <= self.max_dumps:
             path = dump_path(self.run_dir, step)
-            save_checkpoint({
-                **payload,
+            save_checkpoint(bundle.replace(train_state=None, model_state=model.state_dict(), extra={
                 "kind": DUMP_KIND,
-                "model_state": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                 "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch,
                 "loss_value": problem.loss, "loss_finite": problem.loss_finite,
                 "grad_norm": problem.grad_norm, "nonfinite_grads": list(problem.nonfinite_grads),
@@ -129,7 +127,7 @@ class NonFiniteGuard:
                 "device": str(batch.images.device),
                 "lr": [group["lr"] for group in optimizer.param_groups],
                 "checkpoint": str(checkpoint) if checkpoint is not None and Path(checkpoint).exists() else None,
-            }, path)
+            }), path)
             self.streak_dumps.append(path)
         event = {"event": "bad_step", "bad_steps": total_bad, "consecutive_bad_steps": self.consecutive,
                  "loss": problem.loss if problem.loss_finite else str(problem.loss),

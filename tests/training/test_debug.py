@@ -34,12 +34,12 @@ def run(tmp_path_factory):
 
 def _corrupted_checkpoint(run_dir: Path, parameter: str, value: float) -> Path:
     """last.pt (clean weights) with one element of ``parameter`` set to ``value``."""
-    payload = load_checkpoint(run_dir / "last.pt")
-    state = dict(payload["model_state"])
+    bundle = load_checkpoint(run_dir / "last.pt")
+    state = dict(bundle.model_state)
     state[parameter] = state[parameter].clone()
     state[parameter].view(-1)[0] = value
     path = run_dir / f"corrupt_{parameter}.pt"
-    save_checkpoint({k: payload[k] for k in ("model_config", "codec", "loss", "config")} | {"model_state": state}, path)
+    save_checkpoint(bundle.replace(model_state=state, train_state=None), path)
     return path
 
 

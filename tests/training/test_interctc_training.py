@@ -15,7 +15,8 @@ from text_recognizer.data.lines import collate_lines
 from text_recognizer.models import build_model
 from training.config import ExperimentConfig, InterCTCConfig, add_config_arguments, config_from_args
 from training.loggers import Logger
-from training.trainer import compute_loss, fit
+from training.objective import compute_loss
+from training.trainer import fit
 from training.wandb_logger import WandbLogger
 
 from .helpers import TINY_FLAGS, tiny_config
@@ -68,9 +69,9 @@ def test_short_training_run_with_both_on(tmp_path, capsys):
     assert saved["stochastic_depth_probs"] == pytest.approx({"conv1": 0.1, "conv2": 0.2, "lstm1": 0.3})
     assert saved["interctc"] == {"layers": [1, 2], "weights": [0.2, 0.1]}
     assert recorder.info["stochastic_depth_probs"] == saved["stochastic_depth_probs"]
-    payload = load_checkpoint(tmp_path / "run" / "best.pt")
-    assert payload["model_config"]["stochastic_depth"] == 0.3
-    assert ExperimentConfig.from_dict(payload["config"]).interctc.layers == (1, 2)
+    bundle = load_checkpoint(tmp_path / "run" / "best.pt")
+    assert bundle.model_config.stochastic_depth == 0.3
+    assert ExperimentConfig.from_dict(bundle.provenance.recipe).interctc.layers == (1, 2)
 
 
 def test_off_by_default_logs_nothing_extra(tmp_path):
@@ -104,8 +105,8 @@ def test_resume_is_exact_with_stochastic_depth(tmp_path):
     fit(both_config(tmp_path / "b", optim={"max_epochs": 2}, run={"seed": 4}), loggers=[StopAtStep(3)])
     resumed = fit(both_config(tmp_path / "b", optim={"max_epochs": 2}, run={"seed": 4, "resume": True}))
     assert resumed["steps"] == straight["steps"] == 4
-    a = load_checkpoint(tmp_path / "a" / "last.pt")["model_state"]
-    b = load_checkpoint(tmp_path / "b" / "last.pt")["model_state"]
+    a = load_checkpoint(tmp_path / "a" / "last.pt").model_state
+    b = load_checkpoint(tmp_path / "b" / "last.pt").model_state
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 

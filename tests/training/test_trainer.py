@@ -47,8 +47,8 @@ def test_resume_continues_exactly(tmp_path, stop_at):
     assert interrupted["stop_reason"] == "interrupted" and interrupted["steps"] == stop_at
     resumed = fit(config(tmp_path / "b", resume=True))
     assert resumed["steps"] == straight["steps"] == 8
-    a = load_checkpoint(tmp_path / "a" / "last.pt")["model_state"]
-    b = load_checkpoint(tmp_path / "b" / "last.pt")["model_state"]
+    a = load_checkpoint(tmp_path / "a" / "last.pt").model_state
+    b = load_checkpoint(tmp_path / "b" / "last.pt").model_state
     for name in a:
         assert torch.equal(a[name], b[name]), name
     assert resumed["best_val_cer"] == straight["best_val_cer"]
@@ -88,7 +88,7 @@ def test_max_steps_stops_mid_epoch_and_validates(tmp_path):
 def test_nll_baseline_trains(tmp_path):
     summary = fit(tiny_config(tmp_path / "run", optim={"max_steps": 2}, run={"loss": "nll"}))
     assert summary["steps"] == 2
-    assert load_checkpoint(tmp_path / "run" / "best.pt")["loss"] == "nll"
+    assert load_checkpoint(tmp_path / "run" / "best.pt").decoding.output_kind == "per_window"
 
 
 def test_val_every_validates_every_nth_epoch_and_at_the_end(tmp_path):
@@ -96,7 +96,7 @@ def test_val_every_validates_every_nth_epoch_and_at_the_end(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records if r["kind"] == "val"] == [2, 4, 5]
     assert summary["epochs"] == 5 and summary["final_val_cer"] is not None
-    assert load_checkpoint(tmp_path / "run" / "last.pt")["metadata"]["epoch"] == 5
+    assert load_checkpoint(tmp_path / "run" / "last.pt").provenance.epoch == 5
 
 
 def test_val_every_resumes_after_an_unvalidated_epoch(tmp_path):
