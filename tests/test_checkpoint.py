@@ -12,7 +12,13 @@ import torch
 
 from text_recognizer import __version__
 from text_recognizer.checkpoint import (
-    FORMAT_VERSION, Checkpoint, CheckpointError, Decoding, Provenance, load_checkpoint, save_checkpoint,
+    FORMAT_VERSION,
+    Checkpoint,
+    CheckpointError,
+    Decoding,
+    Provenance,
+    load_checkpoint,
+    save_checkpoint,
 )
 from text_recognizer.codec import Codec
 from text_recognizer.data.folder import read_labels
@@ -20,8 +26,15 @@ from text_recognizer.models.config import ModelConfig
 from text_recognizer.models.crnn import build_model
 from text_recognizer.recognizer import LineRecognizer
 
-CONFIG = ModelConfig(kind="line_cnn", height=16, cnn_channels=(4, 8), feature_dim=8, conv_blocks=1,
-                     conv_kernel=3, num_classes=Codec("abc").num_classes)
+CONFIG = ModelConfig(
+    kind="line_cnn",
+    height=16,
+    cnn_channels=(4, 8),
+    feature_dim=8,
+    conv_blocks=1,
+    conv_kernel=3,
+    num_classes=Codec("abc").num_classes,
+)
 FIXTURES = Path(__file__).parent / "fixtures"
 V1_BEST = FIXTURES / "checkpoints" / "v1_best.pt"
 
@@ -29,11 +42,23 @@ V1_BEST = FIXTURES / "checkpoints" / "v1_best.pt"
 def bundle(**changes) -> Checkpoint:
     torch.manual_seed(0)
     fields = dict(
-        model_config=CONFIG, codec=Codec("abc"), model_state=build_model(CONFIG).state_dict(),
+        model_config=CONFIG,
+        codec=Codec("abc"),
+        model_state=build_model(CONFIG).state_dict(),
         decoding=Decoding("ctc", "natural", {"beam_width": 8}),
-        provenance=Provenance(data="three letters", recipe={"optim": {"lr": 0.001}}, created="2026-11-30T12:00:00+00:00",
-                              git_rev="abc123", val_cer=0.25, val_data="val", epoch=3, step=120, model_version="v-test"),
-        licence="CC0", train_state={"counters": {"step": 120}, "rng": {"torch": torch.get_rng_state()}},
+        provenance=Provenance(
+            data="three letters",
+            recipe={"optim": {"lr": 0.001}},
+            created="2026-11-30T12:00:00+00:00",
+            git_rev="abc123",
+            val_cer=0.25,
+            val_data="val",
+            epoch=3,
+            step=120,
+            model_version="v-test",
+        ),
+        licence="CC0",
+        train_state={"counters": {"step": 120}, "rng": {"torch": torch.get_rng_state()}},
         extra={"note": "anything plain"},
     )
     return Checkpoint(**{**fields, **changes})
@@ -65,8 +90,15 @@ def test_loads_with_weights_only_as_plain_types(tmp_path: Path) -> None:
 
 
 def test_metadata_is_the_flat_model_card() -> None:
-    assert bundle().metadata == {"data": "three letters", "val_cer": 0.25, "val_data": "val", "epoch": 3, "step": 120,
-                                 "licence": "CC0", "version": "v-test"}
+    assert bundle().metadata == {
+        "data": "three letters",
+        "val_cer": 0.25,
+        "val_data": "val",
+        "epoch": 3,
+        "step": 120,
+        "licence": "CC0",
+        "version": "v-test",
+    }
     assert bundle(provenance=Provenance(), licence="").metadata == {}  # unknown facts are left out
 
 
@@ -112,8 +144,15 @@ def test_failed_save_keeps_the_old_file_and_no_temporary(tmp_path: Path) -> None
 
 
 def test_weights_that_do_not_fit_the_config(tmp_path: Path) -> None:
-    other = ModelConfig(kind="line_cnn", height=16, cnn_channels=(4, 8), feature_dim=16, conv_blocks=1, conv_kernel=3,
-                        num_classes=Codec("abc").num_classes)
+    other = ModelConfig(
+        kind="line_cnn",
+        height=16,
+        cnn_channels=(4, 8),
+        feature_dim=16,
+        conv_blocks=1,
+        conv_kernel=3,
+        num_classes=Codec("abc").num_classes,
+    )
     path = save_checkpoint(bundle(model_state=build_model(other).state_dict()), tmp_path / "mixed.pt")
     with pytest.raises(CheckpointError, match="weights do not fit its model config") as info:
         load_checkpoint(path).build_model()
@@ -243,10 +282,20 @@ def test_format_1_resaved_is_format_2_with_the_same_contents(tmp_path: Path) -> 
 def test_format_1_per_window_model_and_model_card(tmp_path: Path) -> None:
     """``loss: nll`` meant per-window outputs; ``metadata`` was the model card; unknown keys go to ``extra``."""
     path = tmp_path / "v1_nll.pt"
-    torch.save({"format_version": 1, "library_version": "0.0.9", "model_config": CONFIG.to_dict(),
-                "codec": Codec("abc").to_dict(), "model_state": build_model(CONFIG).state_dict(), "loss": "nll",
-                "metadata": {"data": "d", "val_cer": 0.5, "licence": "L", "version": "m1"},
-                "config": {"data": {"detokenize": False}}, "kind": "dump"}, path)
+    torch.save(
+        {
+            "format_version": 1,
+            "library_version": "0.0.9",
+            "model_config": CONFIG.to_dict(),
+            "codec": Codec("abc").to_dict(),
+            "model_state": build_model(CONFIG).state_dict(),
+            "loss": "nll",
+            "metadata": {"data": "d", "val_cer": 0.5, "licence": "L", "version": "m1"},
+            "config": {"data": {"detokenize": False}},
+            "kind": "dump",
+        },
+        path,
+    )
     loaded = load_checkpoint(path)
     assert loaded.decoding == Decoding("per_window", "as_labelled", {}) and not loaded.decoding.collapse_repeats
     assert loaded.metadata == {"data": "d", "val_cer": 0.5, "licence": "L", "version": "m1"}

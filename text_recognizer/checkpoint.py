@@ -55,7 +55,10 @@ SPACINGS = ("natural", "as_labelled")
 OUTPUT_KIND_OF_LOSS = {"ctc": "ctc", "nll": "per_window"}
 LOSS_OF_OUTPUT_KIND = {kind: loss for loss, kind in OUTPUT_KIND_OF_LOSS.items()}
 
-_REQUIRED = {1: ("model_config", "codec", "model_state", "loss"), 2: ("model_config", "codec", "model_state", "decoding")}
+_REQUIRED = {
+    1: ("model_config", "codec", "model_state", "loss"),
+    2: ("model_config", "codec", "model_state", "decoding"),
+}
 
 
 class CheckpointError(ValueError):
@@ -87,7 +90,9 @@ class Provenance:
     """Where the weights came from: the model card's facts. Every field is optional."""
 
     data: str = ""  # training data, in words
-    recipe: dict = field(default_factory=dict)  # the training configuration (training.config.ExperimentConfig.to_dict())
+    recipe: dict = field(
+        default_factory=dict
+    )  # the training configuration (training.config.ExperimentConfig.to_dict())
     created: str = ""  # ISO 8601 time the checkpoint was made
     git_rev: str = ""  # the code's git revision, when known
     val_cer: float | None = None
@@ -115,10 +120,17 @@ class Checkpoint:
 
     @property
     def metadata(self) -> dict:
-        """The model card as a flat dict (data, val_cer, val_data, epoch, step, licence, version); unknown ones left out."""
+        """The model card as a flat dict (data, val_cer, val_data, epoch, step, licence, version), unknowns left out."""
         p = self.provenance
-        card = {"data": p.data, "val_cer": p.val_cer, "val_data": p.val_data, "epoch": p.epoch, "step": p.step,
-                "licence": self.licence, "version": p.model_version}
+        card = {
+            "data": p.data,
+            "val_cer": p.val_cer,
+            "val_data": p.val_data,
+            "epoch": p.epoch,
+            "step": p.step,
+            "licence": self.licence,
+            "version": p.model_version,
+        }
         return {k: v for k, v in card.items() if v not in (None, "")}
 
     def build_model(self) -> torch.nn.Module:
@@ -128,8 +140,10 @@ class Checkpoint:
         try:
             model.load_state_dict(state)
         except RuntimeError as error:
-            raise CheckpointError(f"checkpoint {self.source or '(unsaved)'}: its weights do not fit its model config "
-                                  f"{self.model_config}: {error}") from error
+            raise CheckpointError(
+                f"checkpoint {self.source or '(unsaved)'}: its weights do not fit its model config "
+                f"{self.model_config}: {error}"
+            ) from error
         return model
 
     def replace(self, **changes) -> Checkpoint:
@@ -156,16 +170,34 @@ class Checkpoint:
     def from_dict(cls, payload: dict, source: str = "") -> Checkpoint:
         """Read format 1 or 2 (``payload["format_version"]``); ``ValueError``/``KeyError`` on bad contents."""
         version = payload["format_version"]
-        common = {"model_config": ModelConfig.from_dict(payload["model_config"]),
-                  "codec": Codec.from_dict(payload["codec"]), "model_state": dict(payload["model_state"]),
-                  "train_state": payload.get("train_state"), "format_version": version, "source": source}
+        common = {
+            "model_config": ModelConfig.from_dict(payload["model_config"]),
+            "codec": Codec.from_dict(payload["codec"]),
+            "model_state": dict(payload["model_state"]),
+            "train_state": payload.get("train_state"),
+            "format_version": version,
+            "source": source,
+        }
         if version == 1:
             return cls(**common, **_from_format_1(payload))
-        known = {"format_version", "model_config", "codec", "model_state", "decoding", "provenance", "licence",
-                 "versions", "train_state", "extra"}
+        known = {
+            "format_version",
+            "model_config",
+            "codec",
+            "model_state",
+            "decoding",
+            "provenance",
+            "licence",
+            "versions",
+            "train_state",
+            "extra",
+        }
         return cls(
-            **common, decoding=Decoding(**payload["decoding"]), provenance=Provenance(**payload.get("provenance", {})),
-            licence=payload.get("licence", ""), versions=dict(payload.get("versions", {})),
+            **common,
+            decoding=Decoding(**payload["decoding"]),
+            provenance=Provenance(**payload.get("provenance", {})),
+            licence=payload.get("licence", ""),
+            versions=dict(payload.get("versions", {})),
             extra={**{k: v for k, v in payload.items() if k not in known}, **payload.get("extra", {})},
         )
 
@@ -175,16 +207,30 @@ def _from_format_1(payload: dict) -> dict:
     metadata = dict(payload.get("metadata", {}))
     recipe = dict(payload.get("config", {}))
     detokenized = recipe.get("data", {}).get("detokenize", True)
-    known = {"format_version", "model_config", "codec", "model_state", "loss", "metadata", "config",
-             "library_version", "train_state"}
+    known = {
+        "format_version",
+        "model_config",
+        "codec",
+        "model_state",
+        "loss",
+        "metadata",
+        "config",
+        "library_version",
+        "train_state",
+    }
     provenance = Provenance(
-        data=metadata.get("data") or "", recipe=recipe, val_cer=metadata.get("val_cer"),
-        val_data=metadata.get("val_data") or "", epoch=metadata.get("epoch"), step=metadata.get("step"),
+        data=metadata.get("data") or "",
+        recipe=recipe,
+        val_cer=metadata.get("val_cer"),
+        val_data=metadata.get("val_data") or "",
+        epoch=metadata.get("epoch"),
+        step=metadata.get("step"),
         model_version=metadata.get("version") or "",
     )
     return {
         "decoding": Decoding(OUTPUT_KIND_OF_LOSS[payload["loss"]], "natural" if detokenized else "as_labelled"),
-        "provenance": provenance, "licence": metadata.get("licence") or "",
+        "provenance": provenance,
+        "licence": metadata.get("licence") or "",
         "versions": {"package": payload["library_version"]} if "library_version" in payload else {},
         "extra": {k: v for k, v in payload.items() if k not in known},
     }

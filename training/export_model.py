@@ -28,13 +28,15 @@ def export(source: Path, target: Path, card: dict) -> Path:
     licence = card.pop("licence", bundle.licence)
     state = {k: v.float() if v.is_floating_point() else v for k, v in bundle.model_state.items()}
     provenance = dataclasses.replace(bundle.provenance, **card)
-    return save_checkpoint(bundle.replace(model_state=state, train_state=None, extra={}, provenance=provenance,
-                                          licence=licence), target)
+    return save_checkpoint(
+        bundle.replace(model_state=state, train_state=None, extra={}, provenance=provenance, licence=licence), target
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="export_model.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="export_model.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("source", type=Path, help="training checkpoint (best.pt)")
     parser.add_argument("target", type=Path, help="where to write the serving checkpoint")
     parser.add_argument("--data", default=None, help="training data description")
@@ -43,10 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--licence", default=None, help="licence / usage note for the weights")
     parser.add_argument("--version", default=None, help="model version string")
     args = parser.parse_args(argv)
-    path = export(args.source, args.target, {
-        "data": args.data, "val_cer": args.val_cer, "val_data": args.val_data,
-        "licence": args.licence, "model_version": args.version,
-    })
+    card = {"data": args.data, "val_cer": args.val_cer, "val_data": args.val_data, "licence": args.licence,
+            "model_version": args.version}
+    path = export(args.source, args.target, card)
     print(f"exported {args.source} -> {path} ({path.stat().st_size / 2**20:.1f} MiB)")
     return 0
 

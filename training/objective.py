@@ -37,7 +37,9 @@ def feasible_rows(frames: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
     return (frames >= needed_frames(texts).to(frames.device)).nonzero().flatten()
 
 
-def compute_loss(model, batch: LineBatch, loss_kind: str, ctc_impl: str, interctc: InterCTC | None = None) -> tuple[torch.Tensor, dict]:
+def compute_loss(
+    model, batch: LineBatch, loss_kind: str, ctc_impl: str, interctc: InterCTC | None = None
+) -> tuple[torch.Tensor, dict]:
     """Loss of one batch and facts about it. Infeasible CTC samples are left out and counted.
 
     ``info["used"]``/``info["infeasible"]`` count the samples. With ``interctc`` the loss is
@@ -53,10 +55,16 @@ def compute_loss(model, batch: LineBatch, loss_kind: str, ctc_impl: str, interct
     if len(rows) == 0:
         return logits.sum() * 0.0, info
     idx = rows.to(logits.device)
-    targets, frames, lengths = batch.targets[idx], frames[rows].to(logits.device), batch.target_lengths[rows].to(logits.device)
+    targets, frames, lengths = (
+        batch.targets[idx],
+        frames[rows].to(logits.device),
+        batch.target_lengths[rows].to(logits.device),
+    )
     loss = ctc_loss(logits[idx], targets, frames, lengths, reduction="mean", impl=ctc_impl)
     if interctc is not None:
-        layer_losses = interctc.layer_losses(model, captured, targets, frames, lengths, rows=idx, reduction="mean", impl=ctc_impl)
+        layer_losses = interctc.layer_losses(
+            model, captured, targets, frames, lengths, rows=idx, reduction="mean", impl=ctc_impl
+        )
         info["final_loss"] = float(loss.detach())
         info["interctc"] = {layer: float(value.detach()) for layer, value in layer_losses.items()}
         loss = interctc.combine(loss, layer_losses)

@@ -52,7 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         if config.run.wandb:
             from training.wandb_logger import WandbLogger
 
-            loggers.append(WandbLogger(project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples))
+            loggers.append(
+                WandbLogger(
+                    project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples
+                )
+            )
         summary = fit(config, loggers=loggers, codec=codec)
     except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError, DownloadError) as error:
         print(f"error: {error}", file=sys.stderr)

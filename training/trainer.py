@@ -36,7 +36,12 @@ from torch.utils.data import DataLoader, Sampler
 from tqdm import tqdm
 
 from text_recognizer.checkpoint import (
-    OUTPUT_KIND_OF_LOSS, Checkpoint, Decoding, Provenance, load_checkpoint, save_checkpoint,
+    OUTPUT_KIND_OF_LOSS,
+    Checkpoint,
+    Decoding,
+    Provenance,
+    load_checkpoint,
+    save_checkpoint,
 )
 from text_recognizer.codec import Codec
 from text_recognizer.ctc import ctc_decode, ctc_loss
@@ -81,8 +86,16 @@ class EpochSampler(Sampler[int]):
     random order), else plainly shuffled.
     """
 
-    def __init__(self, size: int, seed: int, shuffle: bool = True, sortagrad_lengths: list[int] | list[float] | None = None,
-                 widths: list[float] | None = None, batch_size: int = 1, chunk_batches: int = 0):
+    def __init__(
+        self,
+        size: int,
+        seed: int,
+        shuffle: bool = True,
+        sortagrad_lengths: list[int] | list[float] | None = None,
+        widths: list[float] | None = None,
+        batch_size: int = 1,
+        chunk_batches: int = 0,
+    ):
         self.size, self.seed, self.shuffle = size, seed, shuffle
         self.epoch, self.skip = 0, 0
         self.lengths = sortagrad_lengths
@@ -158,13 +171,21 @@ class EvalResult:
     def in_dataset_order(self, order: list[int]) -> EvalResult:
         """The per-line lists put back in dataset order, for a loader that visited items in ``order``."""
         back = sorted(range(len(order)), key=order.__getitem__)
-        return dataclasses.replace(self, references=[self.references[i] for i in back],
-                                   predictions=[self.predictions[i] for i in back])
+        return dataclasses.replace(
+            self, references=[self.references[i] for i in back], predictions=[self.predictions[i] for i in back]
+        )
 
 
 @torch.no_grad()
-def evaluate(model, loader, codec: Codec, device: torch.device, loss_kind: str = "ctc", ctc_impl: str = "auto",
-             interctc: InterCTC | None = None) -> EvalResult:
+def evaluate(
+    model,
+    loader,
+    codec: Codec,
+    device: torch.device,
+    loss_kind: str = "ctc",
+    ctc_impl: str = "auto",
+    interctc: InterCTC | None = None,
+) -> EvalResult:
     """Loss, corpus CER/WER and all predictions over a loader, in eval mode.
 
     With ``interctc`` the captured layers are also scored: ``val_interctc_<block>_loss`` and
@@ -181,14 +202,18 @@ def evaluate(model, loader, codec: Codec, device: torch.device, loss_kind: str =
         logits, captured = forward(model, batch, interctc)  # (B, T, C)
         frames = model.output_lengths(batch.widths)
         targets, lengths = batch.targets, batch.target_lengths.to(device)
-        for layer, layer_logits in (interctc.layer_logits(model, captured).items() if interctc is not None else ()):
-            value = ctc_loss(layer_logits, targets, frames.to(device), lengths, reduction="mean", zero_infinity=True, impl=ctc_impl)
+        for layer, layer_logits in interctc.layer_logits(model, captured).items() if interctc is not None else ():
+            value = ctc_loss(
+                layer_logits, targets, frames.to(device), lengths, reduction="mean", zero_infinity=True, impl=ctc_impl
+            )
             layer_loss[layer] += float(value) * len(batch.texts)
             layer_preds[layer].extend(line.text for line in ctc_decode(layer_logits, codec, frames))
         if loss_kind == "nll":
             loss = nll_loss(logits, batch, frames)
         else:
-            loss = ctc_loss(logits, targets, frames.to(device), lengths, reduction="mean", zero_infinity=True, impl=ctc_impl)
+            loss = ctc_loss(
+                logits, targets, frames.to(device), lengths, reduction="mean", zero_infinity=True, impl=ctc_impl
+            )
         total_loss += float(loss) * len(batch.texts)
         total_lines += len(batch.texts)
         preds.extend(line.text for line in ctc_decode(logits, codec, frames, collapse_repeats=loss_kind == "ctc"))
@@ -198,12 +223,23 @@ def evaluate(model, loader, codec: Codec, device: torch.device, loss_kind: str =
     for layer, name in names.items():
         extra[f"val_{name}_loss"] = layer_loss[layer] / max(total_lines, 1)
         extra[f"val_{name}_cer"] = cer(refs, layer_preds[layer])
-    return EvalResult(loss=total_loss / max(total_lines, 1), cer=cer(refs, preds), wer=wer(refs, preds), n=total_lines,
-                      references=refs, predictions=preds, extra=extra)
+    return EvalResult(
+        loss=total_loss / max(total_lines, 1),
+        cer=cer(refs, preds),
+        wer=wer(refs, preds),
+        n=total_lines,
+        references=refs,
+        predictions=preds,
+        extra=extra,
+    )
 
 
 def _rng_state(device: torch.device) -> dict:
-    state = {"torch": torch.get_rng_state(), "python": list(random.getstate()[1]), "python_version": random.getstate()[0]}
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": list(random.getstate()[1]),
+        "python_version": random.getstate()[0],
+    }
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
@@ -221,8 +257,13 @@ def _git_revision() -> str:
     root = Path(__file__).resolve().parents[1]
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
-                               text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     if rev.returncode:
@@ -274,8 +315,10 @@ def _check_resume(run_dir: Path, config: ExperimentConfig, codec: Codec | None) 
             f"(README, 'Resuming a run'). Start a new run (or --init-from {run_dir / 'last.pt'}) to train differently."
         )
     if codec is not None and codec != bundle.codec:
-        raise TrainingError(f"cannot resume {run_dir}: it was trained with the characters {bundle.codec.charset!r}, "
-                            f"given {codec.charset!r}")
+        raise TrainingError(
+            f"cannot resume {run_dir}: it was trained with the characters {bundle.codec.charset!r}, "
+            f"given {codec.charset!r}"
+        )
     return bundle, allowed
 
 
@@ -284,8 +327,11 @@ def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path) -> 
     theirs = load_checkpoint(path, map_location="cpu")
     their_config = theirs.model_config.to_dict()
     training_only = {"dropout", "stochastic_depth", "stochastic_depth_mode", "stochastic_depth_start"}  # no weights
-    differences = {k: (their_config[k], v) for k, v in config.model.to_dict().items()
-                   if k not in training_only and their_config[k] != v}
+    differences = {
+        k: (their_config[k], v)
+        for k, v in config.model.to_dict().items()
+        if k not in training_only and their_config[k] != v
+    }
     if differences:
         raise TrainingError(f"--init-from {path}: its model differs from this run's in {differences} (theirs, ours)")
     model.load_state_dict(theirs.build_model().state_dict())
@@ -298,8 +344,10 @@ def _regulariser_info(model, config: ExperimentConfig, interctc: InterCTC | None
     if config.model.stochastic_depth > 0:
         probs = {name: round(block.drop_prob, 6) for name, block in model.encoder.blocks.items()}
         info["stochastic_depth_probs"] = probs
-        print(f"stochastic depth ({config.model.stochastic_depth_mode}, max {config.model.stochastic_depth}, "
-              f"from layer {config.model.stochastic_depth_start}): drop probabilities {probs}")
+        print(
+            f"stochastic depth ({config.model.stochastic_depth_mode}, max {config.model.stochastic_depth}, "
+            f"from layer {config.model.stochastic_depth_start}): drop probabilities {probs}"
+        )
     if interctc is not None:
         layers = {name: weight for name, weight in zip(interctc.block_names(model).values(), interctc.weights)}
         info["interctc_layers"] = layers
@@ -397,8 +445,22 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     scheduler = make_scheduler(optimizer, config, planned, (lambda: state.elapsed / budget) if budget else None)
     loggers = [JsonlLogger(run_dir), *(loggers or [])]
     interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
-    run = Run(config, run_dir, device, codec, datasets, data, model, optimizer, scheduler, interctc, loggers,
-              NonFiniteGuard(run_dir, config.run.max_bad_steps, loggers), state, git_rev=_git_revision())
+    run = Run(
+        config,
+        run_dir,
+        device,
+        codec,
+        datasets,
+        data,
+        model,
+        optimizer,
+        scheduler,
+        interctc,
+        loggers,
+        NonFiniteGuard(run_dir, config.run.max_bad_steps, loggers),
+        state,
+        git_rev=_git_revision(),
+    )
     if resume is not None:
         _restore(run, resume, overrides)
     elif config.run.init_from:
@@ -411,8 +473,10 @@ def _print_data_checks(config: ExperimentConfig, datasets: Datasets) -> None:
     if datasets.reports:
         print(f"data check (--bad-samples {config.data.bad_samples}):\n{report_table(datasets.reports)}")
     if "synthetic" in config.data.data:
-        print("data check: synthetic lines are generated on the fly; CTC-infeasible ones are left out batch by batch "
-              "(counted in summary.json as skipped_infeasible_in_batches)")
+        print(
+            "data check: synthetic lines are generated on the fly; CTC-infeasible ones are left out batch by batch "
+            "(counted in summary.json as skipped_infeasible_in_batches)"
+        )
 
 
 def make_loaders(config: ExperimentConfig, datasets: Datasets) -> Loaders:
@@ -428,18 +492,33 @@ def make_loaders(config: ExperimentConfig, datasets: Datasets) -> Loaders:
         if config.optim.sortagrad:
             lengths = widths or line_aspects(train_set) or label_lengths(train_set)
             if lengths is None:
-                print("note: --sortagrad: the line lengths of this training set cannot be read cheaply; the first epoch is shuffled")
-        sampler = EpochSampler(len(train_set), config.run.seed, sortagrad_lengths=lengths, widths=widths, batch_size=bs,
-                               chunk_batches=config.data.bucket_batches)
+                print("note: --sortagrad: the line lengths of this training set cannot be read cheaply; "
+                      "the first epoch is shuffled")
+        sampler = EpochSampler(
+            len(train_set),
+            config.run.seed,
+            sortagrad_lengths=lengths,
+            widths=widths,
+            batch_size=bs,
+            chunk_batches=config.data.bucket_batches,
+        )
     # Loaders get their own generators: creating an iterator draws a seed from the loader's generator,
     # which must not be the global RNG that dropout uses, or resuming would shift every draw after it.
-    loader_args = {"collate_fn": collate_lines, "num_workers": config.data.num_workers, "persistent_workers": False,
-                   "generator": torch.Generator().manual_seed(config.run.seed)}
+    loader_args = {
+        "collate_fn": collate_lines,
+        "num_workers": config.data.num_workers,
+        "persistent_workers": False,
+        "generator": torch.Generator().manual_seed(config.run.seed),
+    }
     val_widths = line_aspects(val_set) if config.data.bucket_batches and not overfit else None
     val_order = sorted(range(len(val_set)), key=val_widths.__getitem__) if val_widths else list(range(len(val_set)))
     return Loaders(
-        train_set, val_set, sampler, DataLoader(train_set, batch_size=bs, sampler=sampler, drop_last=False, **loader_args),
-        DataLoader(val_set, batch_size=config.run.val_batch_size, sampler=val_order, **loader_args), val_order,
+        train_set,
+        val_set,
+        sampler,
+        DataLoader(train_set, batch_size=bs, sampler=sampler, drop_last=False, **loader_args),
+        DataLoader(val_set, batch_size=config.run.val_batch_size, sampler=val_order, **loader_args),
+        val_order,
         steps_per_epoch=math.ceil(len(train_set) / bs),
     )
 
@@ -452,8 +531,12 @@ def _restore(run: Run, bundle: Checkpoint, overrides: dict) -> None:
     run.scheduler.load_state_dict(train_state["scheduler_state"])
     vars(run.state).update(train_state["counters"])  # in place: the schedule's time budget reads this object
     _set_rng_state(train_state["rng"], run.device)
-    record = {"resumed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "epoch": run.state.epoch,
-              "step": run.state.step, "overrides": {flag: {"saved": a, "given": b} for flag, (a, b) in overrides.items()}}
+    record = {
+        "resumed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "epoch": run.state.epoch,
+        "step": run.state.step,
+        "overrides": {flag: {"saved": a, "given": b} for flag, (a, b) in overrides.items()},
+    }
     with (run.run_dir / OVERRIDES_FILE).open("a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
     changed = "".join(f", {flag} {a!r} -> {b!r}" for flag, (a, b) in overrides.items())
@@ -466,15 +549,27 @@ def _start_logging(run: Run, fresh: bool) -> None:
     for logger in run.loggers:
         logger.watch(run.model)
     regularisers = _regulariser_info(run.model, config, run.interctc)
-    info = {"parameters": run.num_params, "size_mb": round(run.num_params * 4 / 2**20, 2), "device": str(run.device),
-            "ctc_impl": resolve_impl(config.run.ctc_impl, run.device) if config.run.loss == "ctc" else "none", **regularisers}
+    info = {
+        "parameters": run.num_params,
+        "size_mb": round(run.num_params * 4 / 2**20, 2),
+        "device": str(run.device),
+        "ctc_impl": resolve_impl(config.run.ctc_impl, run.device) if config.run.loss == "ctc" else "none",
+        **regularisers,
+    }
     if fresh or not (run_dir / "config.json").exists():
-        saved = {**config.to_dict(), "codec": run.codec.to_dict(), "data_description": run.datasets.description, **regularisers}
+        saved = {
+            **config.to_dict(),
+            "codec": run.codec.to_dict(),
+            "data_description": run.datasets.description,
+            **regularisers,
+        }
         (run_dir / "config.json").write_text(json.dumps(saved, indent=2))
     for logger in run.loggers:
         logger.start(config.to_dict(), run_dir, info)
-    print(f"run {run_dir}: {config.model.kind}, {run.num_params / 1e6:.2f} M parameters, {run.device}, "
-          f"{len(run.data.train_set)} train / {len(run.data.val_set)} val lines, {run.data.steps_per_epoch} steps/epoch")
+    print(
+        f"run {run_dir}: {config.model.kind}, {run.num_params / 1e6:.2f} M parameters, {run.device}, "
+        f"{len(run.data.train_set)} train / {len(run.data.val_set)} val lines, {run.data.steps_per_epoch} steps/epoch"
+    )
     wanted = config.run.wandb_samples if len(run.loggers) > 1 else 0  # only JsonlLogger: no table to fill
     run.sample_images = [run.data.val_set[i].image for i in range(min(len(run.data.val_set), wanted))]
 
@@ -484,14 +579,26 @@ def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: boo
     config, state = run.config, run.state
     train_state = None
     if with_train_state:
-        train_state = {"optimizer_state": run.optimizer.state_dict(), "scheduler_state": run.scheduler.state_dict(),
-                       "counters": dataclasses.asdict(state), "rng": _rng_state(run.device)}
+        train_state = {
+            "optimizer_state": run.optimizer.state_dict(),
+            "scheduler_state": run.scheduler.state_dict(),
+            "counters": dataclasses.asdict(state),
+            "rng": _rng_state(run.device),
+        }
     return Checkpoint(
-        model_config=config.model, codec=run.codec, model_state=run.model.state_dict(),
+        model_config=config.model,
+        codec=run.codec,
+        model_state=run.model.state_dict(),
         decoding=Decoding(OUTPUT_KIND_OF_LOSS[config.run.loss], "natural" if config.data.detokenize else "as_labelled"),
-        provenance=Provenance(data=run.datasets.description, recipe=config.to_dict(), git_rev=run.git_rev,
-                              created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                              val_cer=val_cer, epoch=state.epoch, step=state.step),
+        provenance=Provenance(
+            data=run.datasets.description,
+            recipe=config.to_dict(),
+            git_rev=run.git_rev,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            val_cer=val_cer,
+            epoch=state.epoch,
+            step=state.step,
+        ),
         train_state=train_state,
     )
 
@@ -549,9 +656,14 @@ def train_one_step(run: Run, batch) -> float | None:
     state.train_seconds += seconds
     state.elapsed = time.monotonic() - run.start_time
     run.last_loss = float(loss.detach())
-    metrics = {"epoch": state.epoch + 1, "loss": run.last_loss, "lr": run.scheduler.get_last_lr()[0],
-               "grad_norm": float(grad_norm), "lines_per_sec": len(batch.texts) / max(seconds, 1e-9),
-               "elapsed_minutes": state.elapsed / 60}
+    metrics = {
+        "epoch": state.epoch + 1,
+        "loss": run.last_loss,
+        "lr": run.scheduler.get_last_lr()[0],
+        "grad_norm": float(grad_norm),
+        "lines_per_sec": len(batch.texts) / max(seconds, 1e-9),
+        "elapsed_minutes": state.elapsed / 60,
+    }
     if "interctc" in info:
         names = run.interctc.metric_names(model)  # layer -> interctc_<block>
         metrics["final_loss"] = info["final_loss"]
@@ -565,9 +677,18 @@ def _skip_bad_step(run: Run, problem: Problem, batch) -> None:
     """Count and dump a skipped step; after too many in a row save ``last.pt`` and stop the run."""
     state = run.state
     state.bad_steps += 1
-    run.guard.record(problem, model=run.model, optimizer=run.optimizer, batch=batch, step=state.step, epoch=state.epoch + 1,
-                     batch_in_epoch=state.batch_in_epoch, total_bad=state.bad_steps, bundle=run_checkpoint(run),
-                     checkpoint=run.run_dir / "last.pt")
+    run.guard.record(
+        problem,
+        model=run.model,
+        optimizer=run.optimizer,
+        batch=batch,
+        step=state.step,
+        epoch=state.epoch + 1,
+        batch_in_epoch=state.batch_in_epoch,
+        total_bad=state.bad_steps,
+        bundle=run_checkpoint(run),
+        checkpoint=run.run_dir / "last.pt",
+    )
     if run.guard.should_stop():
         save_last(run)
         raise TrainingError(run.guard.stop_message(state.step, run.run_dir / "last.pt"))
@@ -581,8 +702,15 @@ def train_one_epoch(run: Run) -> str:
     config, state = run.config, run.state
     run.data.sampler.set_epoch(state.epoch, skip=state.batch_in_epoch * config.optim.batch_size)
     run.model.train()
-    bar = tqdm(run.data.train, total=run.data.steps_per_epoch, initial=state.batch_in_epoch, desc=f"epoch {state.epoch + 1}",
-               disable=not config.run.progress, leave=False, dynamic_ncols=True)
+    bar = tqdm(
+        run.data.train,
+        total=run.data.steps_per_epoch,
+        initial=state.batch_in_epoch,
+        desc=f"epoch {state.epoch + 1}",
+        disable=not config.run.progress,
+        leave=False,
+        dynamic_ncols=True,
+    )
     stop = ""
     for batch in bar:
         loss = train_one_step(run, batch)
@@ -602,8 +730,9 @@ def train_one_epoch(run: Run) -> str:
 def validate_and_checkpoint(run: Run) -> EvalResult:
     """Evaluate on the validation set, log it, save ``last.pt`` and, when the CER improved, ``best.pt``."""
     config, state = run.config, run.state
-    result = evaluate(run.model, run.data.val, run.codec, run.device, config.run.loss, config.run.ctc_impl,
-                      run.interctc).in_dataset_order(run.data.val_order)
+    result = evaluate(
+        run.model, run.data.val, run.codec, run.device, config.run.loss, config.run.ctc_impl, run.interctc
+    ).in_dataset_order(run.data.val_order)
     state.elapsed = time.monotonic() - run.start_time
     improved = result.cer < state.best_cer
     if improved:
@@ -611,14 +740,26 @@ def validate_and_checkpoint(run: Run) -> EvalResult:
     state.epochs_without_improvement = state.epoch - state.best_epoch  # in epochs, whatever --val-every is
     state.last_val_cer, state.last_val_wer = result.cer, result.wer
     shown = max(16, len(run.sample_images))
-    samples = [{"reference": r, "prediction": p, "cer": line_cer(r, p),
-                **({"image": run.sample_images[i]} if i < len(run.sample_images) else {})}
-               for i, (r, p) in enumerate(list(zip(result.references, result.predictions))[:shown])]
+    samples = [
+        {
+            "reference": r,
+            "prediction": p,
+            "cer": line_cer(r, p),
+            **({"image": run.sample_images[i]} if i < len(run.sample_images) else {}),
+        }
+        for i, (r, p) in enumerate(list(zip(result.references, result.predictions))[:shown])
+    ]
     for logger in run.loggers:
-        logger.log_val(state.epoch, state.step, {**result.metrics(), "best_val_cer": state.best_cer,
-                                                 "elapsed_minutes": state.elapsed / 60}, samples)
-    print(f"epoch {state.epoch:3d} step {state.step:6d} | train loss {run.last_loss:.3f} | val loss {result.loss:.3f} "
-          f"cer {result.cer:.4f} wer {result.wer:.4f} | best {state.best_cer:.4f} | {state.elapsed / 60:.1f} min")
+        logger.log_val(
+            state.epoch,
+            state.step,
+            {**result.metrics(), "best_val_cer": state.best_cer, "elapsed_minutes": state.elapsed / 60},
+            samples,
+        )
+    print(
+        f"epoch {state.epoch:3d} step {state.step:6d} | train loss {run.last_loss:.3f} | val loss {result.loss:.3f} "
+        f"cer {result.cer:.4f} wer {result.wer:.4f} | best {state.best_cer:.4f} | {state.elapsed / 60:.1f} min"
+    )
     _watch_blank_collapse(run, result)
     save_last(run, result.cer)
     if improved:
@@ -642,23 +783,38 @@ def _watch_blank_collapse(run: Run, result: EvalResult) -> None:
     ratio = float(frames.sum()) / needed if samples else None
     print(collapse_advice(config, state.blank_epochs, state.step, share, ratio))
     for logger in run.loggers:
-        logger.log_event(state.step, {"event": "blank_collapse", "epochs": state.blank_epochs, "blank_share": share,
-                                      "frames_per_needed_frame": ratio})
+        logger.log_event(
+            state.step,
+            {
+                "event": "blank_collapse",
+                "epochs": state.blank_epochs,
+                "blank_share": share,
+                "frames_per_needed_frame": ratio,
+            },
+        )
 
 
 def finish_run(run: Run, stop_reason: str) -> dict:
     """Write ``summary.json``, close the loggers, and return the summary."""
     state, run_dir = run.state, run.run_dir
     summary = {
-        "run_dir": str(run_dir), "best_checkpoint": str(run_dir / "best.pt"), "last_checkpoint": str(run_dir / "last.pt"),
-        "best_val_cer": state.best_cer if state.best_epoch >= 0 else None, "best_epoch": state.best_epoch,
-        "final_val_cer": state.last_val_cer, "final_val_wer": state.last_val_wer,
-        "epochs": state.epoch, "steps": state.step, "elapsed_minutes": round(state.elapsed / 60, 3),
+        "run_dir": str(run_dir),
+        "best_checkpoint": str(run_dir / "best.pt"),
+        "last_checkpoint": str(run_dir / "last.pt"),
+        "best_val_cer": state.best_cer if state.best_epoch >= 0 else None,
+        "best_epoch": state.best_epoch,
+        "final_val_cer": state.last_val_cer,
+        "final_val_wer": state.last_val_wer,
+        "epochs": state.epoch,
+        "steps": state.step,
+        "elapsed_minutes": round(state.elapsed / 60, 3),
         "train_lines_per_sec": round(state.lines_seen / max(state.train_seconds, 1e-9), 2),
         "skipped_infeasible_in_batches": state.skipped_infeasible,
         "bad_steps": state.bad_steps,
         "data_checks": {k: v.to_dict() for k, v in run.datasets.reports.items()},
-        "stop_reason": stop_reason, "parameters": run.num_params, "device": str(run.device),
+        "stop_reason": stop_reason,
+        "parameters": run.num_params,
+        "device": str(run.device),
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     for logger in run.loggers:
