@@ -83,7 +83,7 @@ class RunConfig:
     loss: str = field(default="ctc", metadata={"help": "ctc, or nll: the per-window cross-entropy baseline", "choices": LOSSES})
     ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
     overfit_batches: int = field(default=0, metadata={"help": "train and validate on the first N training batches only (debugging)"})
-    val_batch_size: int = field(default=32, metadata={"help": "lines per validation batch (no gradients are kept, so it can be larger than --batch-size)"})
+    val_batch_size: int = field(default=32, metadata={"help": "lines per validation batch, at least --batch-size (no gradients are kept, so it can be larger)"})
     val_every: int = field(default=1, metadata={"help": "validate (and consider best.pt) every N epochs, and always when training stops: on a tight --max-minutes budget validation time is training time lost"})
     early_stopping: int = field(default=0, metadata={"help": "stop when val CER has not improved for this many epochs (0: off)"})
     max_bad_steps: int = field(default=5, metadata={"help": "stop after this many consecutive training steps with a non-finite loss or gradient (each is skipped and dumped to <run-dir>/bad_steps/; see docs/robustness.md)"})

@@ -517,7 +517,7 @@ def make_loaders(config: ExperimentConfig, datasets: Datasets) -> Loaders:
         val_set,
         sampler,
         DataLoader(train_set, batch_size=bs, sampler=sampler, drop_last=False, **loader_args),
-        DataLoader(val_set, batch_size=config.run.val_batch_size, sampler=val_order, **loader_args),
+        DataLoader(val_set, batch_size=max(bs, config.run.val_batch_size), sampler=val_order, **loader_args),
         val_order,
         steps_per_epoch=math.ceil(len(train_set) / bs),
     )
