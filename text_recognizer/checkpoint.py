@@ -59,6 +59,11 @@ _REQUIRED = {
     1: ("model_config", "codec", "model_state", "loss"),
     2: ("model_config", "codec", "model_state", "decoding"),
 }
+#: Every top-level key a format defines; other keys are kept in ``Checkpoint.extra``.
+_KEYS = {
+    1: {*_REQUIRED[1], "format_version", "metadata", "config", "library_version", "train_state"},
+    2: {*_REQUIRED[2], "format_version", "provenance", "licence", "versions", "train_state", "extra"},
+}
 
 
 class CheckpointError(ValueError):
@@ -90,9 +95,7 @@ class Provenance:
     """Where the weights came from: the model card's facts. Every field is optional."""
 
     data: str = ""  # training data, in words
-    recipe: dict = field(
-        default_factory=dict
-    )  # the training configuration (training.config.ExperimentConfig.to_dict())
+    recipe: dict = field(default_factory=dict)  # the training configuration (ExperimentConfig.to_dict())
     created: str = ""  # ISO 8601 time the checkpoint was made
     git_rev: str = ""  # the code's git revision, when known
     val_cer: float | None = None
@@ -108,7 +111,7 @@ class Checkpoint:
 
     model_config: ModelConfig
     codec: Codec
-    model_state: dict  # parameter name -> tensor (CPU)
+    model_state: dict  # parameter name -> tensor (saved on the CPU)
     decoding: Decoding = field(default_factory=Decoding)
     provenance: Provenance = field(default_factory=Provenance)
     licence: str = ""
@@ -180,25 +183,13 @@ class Checkpoint:
         }
         if version == 1:
             return cls(**common, **_from_format_1(payload))
-        known = {
-            "format_version",
-            "model_config",
-            "codec",
-            "model_state",
-            "decoding",
-            "provenance",
-            "licence",
-            "versions",
-            "train_state",
-            "extra",
-        }
         return cls(
             **common,
             decoding=Decoding(**payload["decoding"]),
             provenance=Provenance(**payload.get("provenance", {})),
             licence=payload.get("licence", ""),
             versions=dict(payload.get("versions", {})),
-            extra={**{k: v for k, v in payload.items() if k not in known}, **payload.get("extra", {})},
+            extra={**{k: v for k, v in payload.items() if k not in _KEYS[2]}, **payload.get("extra", {})},
         )
 
 
@@ -207,17 +198,6 @@ def _from_format_1(payload: dict) -> dict:
     metadata = dict(payload.get("metadata", {}))
     recipe = dict(payload.get("config", {}))
     detokenized = recipe.get("data", {}).get("detokenize", True)
-    known = {
-        "format_version",
-        "model_config",
-        "codec",
-        "model_state",
-        "loss",
-        "metadata",
-        "config",
-        "library_version",
-        "train_state",
-    }
     provenance = Provenance(
         data=metadata.get("data") or "",
         recipe=recipe,
@@ -232,7 +212,7 @@ def _from_format_1(payload: dict) -> dict:
         "provenance": provenance,
         "licence": metadata.get("licence") or "",
         "versions": {"package": payload["library_version"]} if "library_version" in payload else {},
-        "extra": {k: v for k, v in payload.items() if k not in known},
+        "extra": {k: v for k, v in payload.items() if k not in _KEYS[1]},  # e.g. a bad-step dump's batch
     }
 
 
