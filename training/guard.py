@@ -90,7 +90,8 @@ class NonFiniteGuard:
         norm = float(grad_norm) if grad_norm is not None else float("nan")
         if math.isfinite(norm):
             return None
-        bad = [name for name, p in model.named_parameters() if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
+        bad = [name for name, p in model.named_parameters()
+               if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
         return Problem(loss_value, True, norm, bad)
 
     def good_step(self) -> None:
@@ -136,7 +137,8 @@ class NonFiniteGuard:
         for logger in self.loggers:
             logger.log_event(step, event)
         where = f"; dumped to {path}" if path else f" (no dump: more than {self.max_dumps} already)"
-        print(f"warning: step {step} skipped: {problem.describe()} [{self.consecutive} in a row, {total_bad} in this run]{where}")
+        print(f"warning: step {step} skipped: {problem.describe()} "
+              f"[{self.consecutive} in a row, {total_bad} in this run]{where}")
         return path
 
     def should_stop(self) -> bool:
@@ -182,18 +184,22 @@ def collapse_advice(config, epochs: int, steps: int, share: float, frames_per_fr
     if o.lr <= 0:
         lines.append(f"  - learning rate: --lr is {o.lr}: nothing can be learned; use e.g. --lr 1e-3")
     else:
-        lines.append(f"  - learning rate: --lr {o.lr:g} may be too high (try {o.lr / 3:.2g}) or too low if the training loss is flat "
-                     f"(try {o.lr * 3:.2g}); a longer warm-up helps (--warmup-steps {max(200, 2 * o.warmup_steps)}, now {o.warmup_steps})")
+        lines.append(f"  - learning rate: --lr {o.lr:g} may be too high (try {o.lr / 3:.2g}) or too low if the "
+                     f"training loss is flat (try {o.lr * 3:.2g}); a longer warm-up helps "
+                     f"(--warmup-steps {max(200, 2 * o.warmup_steps)}, now {o.warmup_steps})")
     if o.optimizer in ("adam", "adamw"):
         lines.append(f"  - optimizer: --optimizer {o.optimizer}; RMSprop (--optimizer rmsprop) is often kinder to CTC")
     else:
         lines.append("  - optimizer: rmsprop already; check --grad-clip (now "
-                     f"{o.grad_clip:g}) and --weight-decay (now {o.weight_decay:g}); Adam with a lower LR is an alternative")
+                     f"{o.grad_clip:g}) and --weight-decay (now {o.weight_decay:g}); "
+                     "Adam with a lower LR is an alternative")
     if frames_per_frame_needed is not None:
-        advice = (f"  - window stride: --window-stride {m.window_stride} px gives {frames_per_frame_needed:.1f} frames per frame the "
-                  "labels need (len + repeats) on validation lines")
+        advice = (f"  - window stride: --window-stride {m.window_stride} px gives {frames_per_frame_needed:.1f} frames "
+                  "per frame the labels need (len + repeats) on validation lines")
         if frames_per_frame_needed < 2.0:
-            advice += f"; below ~2 CTC has little room for blanks: lower --window-stride (e.g. {max(1, m.window_stride // 2)})"
+            advice += ("; below ~2 CTC has little room for blanks: lower --window-stride "
+                       f"(e.g. {max(1, m.window_stride // 2)})")
         lines.append(advice)
-    lines.append("  - data: check that labels match their images (python -m training.debug on a dump, or look at the val samples)")
+    lines.append("  - data: check that labels match their images "
+                 "(python -m training.debug on a dump, or look at the val samples)")
     return "\n".join(lines)

@@ -33,7 +33,7 @@ from training.trainer import TrainingError, fit, run_directory, saved_config  # 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="run_experiment.py",
-        description="Train a handwritten text-line recognizer (CRNN + CTC) and save best.pt / last.pt in a run directory.",
+        description="Train a handwritten text-line recognizer (CRNN + CTC); best.pt / last.pt go to a run directory.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_config_arguments(parser, suppress_defaults)

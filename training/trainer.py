@@ -28,7 +28,7 @@ import random
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
@@ -407,6 +407,7 @@ class Run:
     state: TrainState
     git_rev: str = ""
     sample_images: list = field(default_factory=list)  # preprocessed validation lines for loggers' sample tables
+    interctc_names: dict = field(default_factory=dict)  # InterCTC layer -> metric prefix interctc_<block>
     start_time: float = 0.0  # time.monotonic() at which this run's elapsed time would have been 0
     last_loss: float = float("nan")
 
@@ -445,22 +446,10 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     scheduler = make_scheduler(optimizer, config, planned, (lambda: state.elapsed / budget) if budget else None)
     loggers = [JsonlLogger(run_dir), *(loggers or [])]
     interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
-    run = Run(
-        config,
-        run_dir,
-        device,
-        codec,
-        datasets,
-        data,
-        model,
-        optimizer,
-        scheduler,
-        interctc,
-        loggers,
-        NonFiniteGuard(run_dir, config.run.max_bad_steps, loggers),
-        state,
-        git_rev=_git_revision(),
-    )
+    guard = NonFiniteGuard(run_dir, config.run.max_bad_steps, loggers)
+    names = interctc.metric_names(model) if interctc is not None else {}
+    run = Run(config, run_dir, device, codec, datasets, data, model, optimizer, scheduler, interctc, loggers, guard,
+              state, git_rev=_git_revision(), interctc_names=names)
     if resume is not None:
         _restore(run, resume, overrides)
     elif config.run.init_from:
@@ -532,7 +521,7 @@ def _restore(run: Run, bundle: Checkpoint, overrides: dict) -> None:
     vars(run.state).update(train_state["counters"])  # in place: the schedule's time budget reads this object
     _set_rng_state(train_state["rng"], run.device)
     record = {
-        "resumed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "resumed_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "epoch": run.state.epoch,
         "step": run.state.step,
         "overrides": {flag: {"saved": a, "given": b} for flag, (a, b) in overrides.items()},
@@ -594,7 +583,7 @@ def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: boo
             data=run.datasets.description,
             recipe=config.to_dict(),
             git_rev=run.git_rev,
-            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
             val_cer=val_cer,
             epoch=state.epoch,
             step=state.step,
@@ -665,9 +654,8 @@ def train_one_step(run: Run, batch) -> float | None:
         "elapsed_minutes": state.elapsed / 60,
     }
     if "interctc" in info:
-        names = run.interctc.metric_names(model)  # layer -> interctc_<block>
         metrics["final_loss"] = info["final_loss"]
-        metrics.update({f"{names[layer]}_loss": value for layer, value in info["interctc"].items()})
+        metrics.update({f"{run.interctc_names[layer]}_loss": value for layer, value in info["interctc"].items()})
     for logger in run.loggers:
         logger.log_train(state.step, metrics)
     return run.last_loss

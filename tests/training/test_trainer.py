@@ -39,8 +39,12 @@ class StopAtStep(Logger):
 @pytest.mark.parametrize("stop_at", [3, 4])  # mid-epoch and exactly at an epoch end
 def test_resume_continues_exactly(tmp_path, stop_at):
     def config(run_dir, resume=False):
-        return tiny_config(run_dir, model={"dropout": 0.2}, optim={"max_epochs": 2, "lr_schedule": "cosine", "warmup_steps": 2},
-                           run={"resume": resume, "seed": 3})
+        return tiny_config(
+            run_dir,
+            model={"dropout": 0.2},
+            optim={"max_epochs": 2, "lr_schedule": "cosine", "warmup_steps": 2},
+            run={"resume": resume, "seed": 3},
+        )
 
     straight = fit(config(tmp_path / "a"))
     interrupted = fit(config(tmp_path / "b"), loggers=[StopAtStep(stop_at)])
