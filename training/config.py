@@ -329,7 +329,8 @@ def flag_name(key: str) -> str:
     return key if (section, name) in _NOT_FLAGS else _flag(section, name)
 
 
-RESUME_OVERRIDE_FLAGS = tuple(flag_name(key) for key in RESUME_OVERRIDES)
+#: The same as flags: ``{"--max-minutes": "optim.max_minutes", ...}``.
+RESUME_OVERRIDE_FLAGS = {flag_name(key): key for key in RESUME_OVERRIDES}
 
 
 def resume_changes(saved: ExperimentConfig, given: ExperimentConfig) -> tuple[dict, dict]:

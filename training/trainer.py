@@ -13,8 +13,9 @@
 
 The run directory holds ``config.json`` (the configuration the run started with; never rewritten),
 ``config_overrides.jsonl`` (one line per ``--resume``: when, at which step, and which allowed flags it
-changed), ``metrics.jsonl``, ``last.pt`` (epoch ends, every ``--checkpoint-every`` steps, Ctrl-C),
-``best.pt`` and ``summary.json``. Data order is a pure function of (seed, epoch), so a run resumed
+changed, as ``{"--max-minutes": {"field": "optim.max_minutes", "saved": 60, "given": 120}}``),
+``metrics.jsonl``, ``last.pt`` (epoch ends, every ``--checkpoint-every`` steps, Ctrl-C), ``best.pt``
+and ``summary.json``. Data order is a pure function of (seed, epoch), so a run resumed
 from ``last.pt`` continues with exactly the batches, random state and optimiser state it would have
 had; the time budget, the schedule and the best-model tracking live in its counters.
 """
@@ -52,6 +53,7 @@ from text_recognizer.data.lines import collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
 from training.batching import bucketed_order, line_aspects
+from training.compare_runs import OVERRIDES_FILE
 from training.config import RESUME_OVERRIDE_FLAGS, ExperimentConfig, resume_changes
 from training.data import Datasets, build_datasets
 from training.guard import COLLAPSE_SHARE, NonFiniteGuard, Problem, blank_share, collapse_advice
@@ -60,7 +62,6 @@ from training.objective import compute_loss, forward, needed_frames, nll_loss
 from training.sortagrad import label_lengths
 
 LOG_ROOT = Path(__file__).parent / "logs"
-OVERRIDES_FILE = "config_overrides.jsonl"
 COLLAPSE_PROBE_LINES = 32  # validation lines whose frames per needed frame the blank-collapse warning reports
 
 
@@ -524,7 +525,9 @@ def _restore(run: Run, bundle: Checkpoint, overrides: dict) -> None:
         "resumed_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "epoch": run.state.epoch,
         "step": run.state.step,
-        "overrides": {flag: {"saved": a, "given": b} for flag, (a, b) in overrides.items()},
+        "overrides": {
+            flag: {"field": RESUME_OVERRIDE_FLAGS[flag], "saved": a, "given": b} for flag, (a, b) in overrides.items()
+        },
     }
     with (run.run_dir / OVERRIDES_FILE).open("a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")

@@ -22,6 +22,7 @@ from .helpers import TINY_FLAGS, tiny_config
 from .test_trainer import StopAtStep
 
 V1_RUN = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "v1_run"
+MAX_EPOCHS_2_TO_3 = {"field": "optim.max_epochs", "saved": 2, "given": 3}
 TEXTS = ["a cat sat", "on the mat", "red fox", "big dog ran", "sun and sea", "one two", "hello there", "we go home"]
 
 
@@ -127,7 +128,7 @@ def test_an_allowed_override_is_applied_recorded_and_kept_by_later_resumes(folde
     assert summary["epochs"] == 3 and summary["steps"] == 6 and summary["stop_reason"] == "reached --max-epochs 3"
     assert load_checkpoint(run / "last.pt").provenance.recipe["optim"]["max_epochs"] == 3
     [record] = _history(run)
-    assert record["overrides"] == {"--max-epochs": {"saved": 2, "given": 3}}  # --progress false is no change
+    assert record["overrides"] == {"--max-epochs": MAX_EPOCHS_2_TO_3}  # --progress false is no change
 
     # a second resume without flags keeps the new budget: nothing is left to do, the best model stays
     best = (run / "best.pt").read_bytes()
@@ -136,7 +137,7 @@ def test_an_allowed_override_is_applied_recorded_and_kept_by_later_resumes(folde
     assert again["steps"] == 6 and again["stop_reason"] == "reached --max-epochs 3"
     assert again["best_val_cer"] == summary["best_val_cer"] and again["final_val_cer"] == summary["final_val_cer"]
     assert (run / "best.pt").read_bytes() == best
-    assert [r["overrides"] for r in _history(run)] == [{"--max-epochs": {"saved": 2, "given": 3}}, {}]
+    assert [r["overrides"] for r in _history(run)] == [{"--max-epochs": MAX_EPOCHS_2_TO_3}, {}]
     assert (run / "config.json").read_bytes() == config_json
 
 
@@ -165,6 +166,6 @@ def test_a_format_1_run_resumes_and_keeps_its_config_json(tmp_path):
     assert bundle.provenance.recipe["model"]["kind"] == "line_cnn" and bundle.decoding.output_kind == "ctc"
     assert (run / "config.json").read_bytes() == config_json
     assert _history(run)[0]["overrides"] == {
-        "--max-epochs": {"saved": 6, "given": 7},
-        "--max-steps": {"saved": 0, "given": 194},
+        "--max-epochs": {"field": "optim.max_epochs", "saved": 6, "given": 7},
+        "--max-steps": {"field": "optim.max_steps", "saved": 0, "given": 194},
     }
