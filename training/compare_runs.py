@@ -7,7 +7,8 @@
 Reads each run directory's ``config.json`` (with the changes of any ``--resume`` from
 ``config_overrides.jsonl``), ``metrics.jsonl`` and (when the run finished) ``summary.json``; prints
 one row per run sorted by best validation CER, with the config values that differ between the runs,
-and writes a PNG with validation CER per epoch (and the smoothed training loss) of every run. Unfinished runs are shown from their ``metrics.jsonl``.
+and writes a PNG with validation CER per epoch (and the smoothed training loss) of every run.
+Unfinished runs are shown from their ``metrics.jsonl``.
 """
 
 from __future__ import annotations
