@@ -19,13 +19,11 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from text_recognizer.checkpoint import CheckpointError, load_checkpoint
-from text_recognizer.codec import Codec
+from text_recognizer.checkpoint import LOSS_OF_OUTPUT_KIND, CheckpointError, load_checkpoint
 from text_recognizer.ctc.decode import DecodedLine, ctc_decode
 from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder, add_decoder_arguments, decoder_kwargs
 from text_recognizer.ctc.lm import LanguageModelError, decoder_bundle_for, load_bundle
 from text_recognizer.data.folder import open_image
-from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -51,9 +49,12 @@ def oriented_size(image: Image.Image) -> tuple[int, int]:
 class LineRecognizer:
     """Load a checkpoint once; ``predict`` images of single text lines.
 
+    ``checkpoint`` holds the whole bundle (``text_recognizer.checkpoint.Checkpoint``: model config,
+    codec, decoding, provenance, licence); ``config``, ``codec`` and ``metadata`` are short cuts into it.
+
     ``decoder``: ``"greedy"`` (best path) or ``"beam"`` (beam search with the checkpoint's language
-    model when it has one: inside the checkpoint or in ``<checkpoint>.decoder.pt``; see
-    ``text_recognizer.ctc.lm``). ``decoder_bundle`` overrides where that comes from, ``use_lm=False``
+    model when it has one: inside the checkpoint (``decoding.decoder``) or in ``<checkpoint>.decoder.pt``;
+    see ``text_recognizer.ctc.lm``). ``decoder_bundle`` overrides where that comes from, ``use_lm=False``
     searches without the LM, ``beam_options`` overrides the tuned ``BeamOptions`` (beam_width,
     lm_weight, word_bonus, token_beam, threshold).
     """
@@ -63,24 +64,19 @@ class LineRecognizer:
                  beam_options: dict | None = None):
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
-        path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
-        payload = load_checkpoint(path, map_location="cpu")
-        try:
-            self.config = ModelConfig.from_dict(payload["model_config"])
-            self.codec = Codec.from_dict(payload["codec"])
-            self.model = build_model(self.config)
-            self.model.load_state_dict(payload["model_state"])
-        except (ValueError, TypeError, KeyError, RuntimeError) as error:
-            raise CheckpointError(f"checkpoint {path} does not match this version's model: {error}") from error
-        self.path = path
-        self.loss = payload["loss"]
-        self.metadata = dict(payload.get("metadata", {}))
+        self.path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
+        self.checkpoint = load_checkpoint(self.path, map_location="cpu")
+        self.config = self.checkpoint.model_config
+        self.codec = self.checkpoint.codec
+        self.decoding = self.checkpoint.decoding
+        self.metadata = self.checkpoint.metadata
         self.device = torch.device(device)
-        self.model.to(self.device).eval()
+        self.model = self.checkpoint.build_model().to(self.device).eval()
         self.batch_size = batch_size
+        path = self.path
         try:
             bundle = (load_bundle(decoder_bundle, self.codec) if decoder_bundle is not None
-                      else decoder_bundle_for(path, payload, self.codec))
+                      else decoder_bundle_for(path, self.decoding.decoder, self.codec))
         except LanguageModelError as error:
             raise CheckpointError(str(error)) from error
         tuned_for = (bundle or {}).get("model_sha256")
@@ -104,6 +100,11 @@ class LineRecognizer:
             if name not in self._decoders:
                 self._decoders[name] = LineDecoder(self.codec, name, self._bundle, use_lm=self._use_lm)
             return self._decoders[name]
+
+    @property
+    def loss(self) -> str:
+        """The training loss that matches this model's outputs (``ctc`` or ``nll``); see ``decoding.output_kind``."""
+        return LOSS_OF_OUTPUT_KIND[self.decoding.output_kind]
 
     @property
     def height(self) -> int:

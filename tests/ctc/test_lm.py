@@ -77,8 +77,10 @@ def test_bundle_is_found_inside_or_next_to_the_checkpoint(tmp_path) -> None:
     assert decoder_bundle_for(checkpoint, {}, CODEC) is None
     save_bundle(bundle, bundle_path(checkpoint))
     assert decoder_bundle_for(checkpoint, {}, CODEC)["charset"] == CODEC.charset
-    inside = make_bundle(None, CODEC, None, "inside")
-    assert decoder_bundle_for(checkpoint, {"decoder": inside}, CODEC)["lm"] is None
+    inside = make_bundle(build_arpa(["abc"], CODEC, 2), CODEC, 2, "inside")
+    assert decoder_bundle_for(checkpoint, inside, CODEC)["lm"]["source"] == "inside"
+    with pytest.raises(LanguageModelError, match="not a text_recognizer decoder bundle"):
+        decoder_bundle_for(checkpoint, {"beam_width": 3}, CODEC)
 
 
 def test_command_builds_a_bundle_from_a_text_file(tmp_path, capsys) -> None:

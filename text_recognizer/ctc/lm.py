@@ -16,7 +16,7 @@ spacing the recognizer outputs. Never build it from validation or test text.
 The decoder bundle is a plain-types dict (``torch.load(..., weights_only=True)`` reads it): the
 gzipped ARPA text, the alphabet it was built for, the beam settings tuned for the model and the
 confidence calibration. ``decoder_bundle_for`` is the one place that finds it for a checkpoint:
-inside the checkpoint under ``"decoder"`` if present, else in the file ``<checkpoint>.decoder.pt``.
+inside the checkpoint (``decoding.decoder``) if present, else in the file ``<checkpoint>.decoder.pt``.
 """
 
 from __future__ import annotations
@@ -153,10 +153,14 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
     return bundle
 
 
-def decoder_bundle_for(checkpoint: str | Path, payload: dict, codec: Codec) -> dict | None:
-    """The decoder bundle travelling with a checkpoint (inside it, else next to it), or ``None``."""
-    if payload.get("decoder") is not None:
-        return check_bundle(payload["decoder"], codec, f"checkpoint {checkpoint}")
+def decoder_bundle_for(checkpoint: str | Path, embedded: dict | None, codec: Codec) -> dict | None:
+    """The decoder bundle travelling with a checkpoint, or ``None``.
+
+    ``embedded`` is the checkpoint's own decoder payload (``Checkpoint.decoding.decoder``; ``{}``
+    means none): used when present, else the file ``<checkpoint>.decoder.pt`` next to it.
+    """
+    if embedded:
+        return check_bundle(embedded, codec, f"checkpoint {checkpoint}")
     path = bundle_path(checkpoint)
     return load_bundle(path, codec) if path.is_file() else None
 
@@ -188,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         checkpoint = args.checkpoint or default_checkpoint()
-        codec = Codec.from_dict(load_checkpoint(checkpoint)["codec"])
+        codec = load_checkpoint(checkpoint).codec
         lines = read_texts(args.texts)
         arpa = build_arpa(lines, codec, args.order)
         out = args.out or bundle_path(checkpoint)
