@@ -22,8 +22,8 @@ lengths on the CPU: the common case, checked on the host), the forward alone wit
 and counts the CUDA kernels one forward + backward launches (torch profiler). It then checks
 determinism (10 runs, bitwise equal loss and gradient), agreement with a float64 reference on the
 GPU (our float32 error next to PyTorch's float32 error), and, unless ``--no-sweep``, times the
-recursion kernel with other warp counts, the scratch-memory shift, and concurrent vs
-sequential alpha/beta launches.
+recursion kernel with every ``KernelConfig`` (warp counts, the scratch-memory shift, concurrent vs
+sequential alpha/beta launches) and each one's difference from the default (bitwise zero expected).
 
 Without CUDA it says so and runs only the correctness part, through Triton's CPU interpreter on
 tiny shapes.
@@ -87,11 +87,11 @@ def feasible(frames, targets):
     return all(required_frames(row.tolist()) <= frames for row in targets)
 
 
-def ours_fn(targets, input_lengths, target_lengths, device):
+def ours_fn(targets, input_lengths, target_lengths, device, config=None):
     tg, il, tl = targets.to(device), input_lengths.to(device), target_lengths.to(device)
 
     def fn(x):
-        return triton_ctc.fused_ctc_loss(x, tg, il, tl, blank=0, reduction="mean")
+        return triton_ctc.fused_ctc_loss(x, tg, il, tl, blank=0, reduction="mean", config=config)
 
     return fn
 
@@ -330,46 +330,28 @@ def end_to_end_median(warmup, iters):
 
 
 def sweep(warmup, iters):
-    """Recursion warp counts, the two shift implementations and concurrent/sequential directions."""
+    """Every ``KernelConfig``: recursion warps, the two shift implementations, concurrent/sequential."""
     batch, frames, classes, length = MEDIAN_SHAPES[0]
     logits, targets, il, tl = make_problem(batch, frames, classes, length, torch.float32, "cuda")
     x = logits.requires_grad_(True)
-    fn = ours_fn(targets, il, tl, "cuda")
-    reference = None
     results = []
-    keys = (triton_ctc._SHIFT_ENV, triton_ctc._WARPS_ENV, triton_ctc._DIRECTIONS_ENV)
-    print(f"\nSweep on {MEDIAN_SHAPES[0]} float32 (env {', '.join(keys)}):")
-    saved = {k: os.environ.get(k) for k in keys}
-    configs = [(d, s, w) for d in ("concurrent", "sequential") for s in ("gather", "scratch")
-               for w in (1, 2, 4, 8)]
-    try:
-        for directions, shift, warps in configs:
-            os.environ[triton_ctc._DIRECTIONS_ENV] = directions
-            os.environ[triton_ctc._SHIFT_ENV] = shift
-            os.environ[triton_ctc._WARPS_ENV] = str(warps)
-            try:
-                ms = time_fwd_bwd(fn, x, warmup, iters)
-                x.grad = None
-                loss = fn(x)
-                loss.backward()
-                out = (loss.detach().clone(), x.grad.clone())
-                if reference is None:
-                    reference = out
-                diff = max((out[0] - reference[0]).abs().max().item(),
-                           (out[1] - reference[1]).abs().max().item())
-                results.append(dict(directions=directions, shift=shift, warps=warps, ms=ms,
-                                    max_diff_vs_first=diff))
-                print(f"  directions={directions:<10} shift={shift:<7} warps={warps}: {ms:.3f} ms, "
-                      f"max |diff| vs first config {diff:.2e}")
-            except Exception as error:  # report and go on: one failing config must not hide others
-                results.append(dict(directions=directions, shift=shift, warps=warps, error=repr(error)[:300]))
-                print(f"  directions={directions} shift={shift:<7} warps={warps}: FAILED {error!r}"[:300])
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    print(f"\nSweep of KernelConfig on {MEDIAN_SHAPES[0]} float32 (default {triton_ctc.DEFAULT_KERNEL_CONFIG}):")
+    configs = [triton_ctc.KernelConfig(shift=s, recursion_warps=w, directions=d)
+               for d in ("concurrent", "sequential") for s in ("gather", "scratch") for w in (1, 2, 4, 8)]
+    reference = loss_and_grad(ours_fn(targets, il, tl, "cuda"), x)
+    for config in configs:
+        fn = ours_fn(targets, il, tl, "cuda", config)
+        row = dict(directions=config.directions, shift=config.shift, warps=config.recursion_warps)
+        label = f"  directions={config.directions:<10} shift={config.shift:<7} warps={config.recursion_warps}"
+        try:
+            ms = time_fwd_bwd(fn, x, warmup, iters)
+            out = loss_and_grad(fn, x)
+            diff = max((out[0] - reference[0]).abs().max().item(), (out[1] - reference[1]).abs().max().item())
+            results.append(dict(row, ms=ms, max_diff_vs_first=diff))
+            print(f"{label}: {ms:.3f} ms, max |diff| vs the default {diff:.2e}")
+        except Exception as error:  # report and go on: one failing config must not hide others
+            results.append(dict(row, error=repr(error)[:300]))
+            print(f"{label}: FAILED {error!r}"[:300])
     return results
 
 
@@ -453,7 +435,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a handful of shapes (a few minutes)")
     parser.add_argument("--json", type=Path, help="write all results to this JSON file")
-    parser.add_argument("--no-sweep", action="store_true", help="skip the warps/shift sweep")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the KernelConfig sweep")
     parser.add_argument("--iters", type=int, default=None, help="timed iterations per measurement")
     args = parser.parse_args(argv)
     started = time.time()
