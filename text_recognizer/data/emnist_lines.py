@@ -29,6 +29,7 @@ from PIL import Image
 from text_recognizer.data.download import cache_dir
 from text_recognizer.data.emnist import EMNIST, load_emnist
 from text_recognizer.data.synthetic import sample_text
+from text_recognizer.metadata import LINE_HEIGHT
 
 __all__ = ["EmnistLinesConfig", "render_emnist_line", "sample_emnist_text", "build_emnist_lines", "prepare_emnist_lines"]
 
@@ -43,7 +44,7 @@ class EmnistLinesConfig:
     num_test: int = 1_000
     max_overlap: float = 0.33  # largest overlap of neighbouring characters, share of 28 px
     max_chars: int = 40  # longest line, in characters
-    height: int = 64
+    height: int = LINE_HEIGHT
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -70,7 +71,7 @@ def sample_emnist_text(rng: np.random.Generator, charset: str, max_chars: int) -
 
 def render_emnist_line(
     text: str, emnist: EMNIST, by_char: dict[str, np.ndarray], rng: np.random.Generator,
-    max_overlap: float = 0.33, height: int = 64,
+    max_overlap: float = 0.33, height: int = LINE_HEIGHT,
 ) -> Image.Image:
     """``text`` drawn with random EMNIST samples: mode "L", dark ink on white, ``height`` px high."""
     overlap = rng.uniform(0.0, max_overlap)

@@ -47,6 +47,7 @@ import numpy as np
 from PIL import Image
 
 from text_recognizer.data.download import ChecksumError, DownloadError, cache_dir, fetch, load_metadata, metadata_path
+from text_recognizer.metadata import LINE_HEIGHT
 
 __all__ = ["IAMLine", "parse_lines_txt", "parse_forms_txt", "parse_split_list", "preprocess_line",
            "prepare_iam", "iam_dir", "SPLIT_FILES", "FOLDERS"]
@@ -123,7 +124,7 @@ def preprocess_line(image: Image.Image, threshold: int | None, height: int, bina
     return out.resize((width, height), Image.Resampling.LANCZOS)
 
 
-def iam_dir(height: int = 64, binarize: bool = False) -> Path:
+def iam_dir(height: int = LINE_HEIGHT, binarize: bool = False) -> Path:
     """Where ``prepare_iam`` puts the processed folders for these settings."""
     return cache_dir("iam", f"lines_h{height}{'_bin' if binarize else ''}")
 
@@ -187,7 +188,7 @@ def _assign(lines: dict[str, IAMLine], lists: dict[str, list[str]], writers: dic
 
 def prepare_iam(
     archives: str | Path | None = None,
-    height: int = 64,
+    height: int = LINE_HEIGHT,
     binarize: bool = False,
     allow_unverified: bool = False,
     force: bool = False,
@@ -267,7 +268,7 @@ def prepare_iam(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Process IAM text lines into dataset folders (cached).")
     parser.add_argument("--archives", type=Path, default=None, help="folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip (default: download)")
-    parser.add_argument("--height", type=int, default=64, help="line height in pixels")
+    parser.add_argument("--height", type=int, default=LINE_HEIGHT, help="line height in pixels")
     parser.add_argument("--binarize", action="store_true", help="pure black ink (like the development copy) instead of grey")
     parser.add_argument("--allow-unverified", action="store_true", help="accept archives whose sha256 is not recorded")
     parser.add_argument("--force", action="store_true", help="rebuild even if a processed copy exists")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from text_recognizer.metadata import MODEL_HEIGHT
 from text_recognizer.models.stochastic_depth import MODES as SD_MODES
 from text_recognizer.models.stochastic_depth import drop_probabilities
 
@@ -15,7 +16,7 @@ class ModelConfig:
     """Everything needed to rebuild a model (the codec travels separately in the checkpoint)."""
 
     kind: str = field(default="crnn", metadata={"help": "crnn (window CNN + BiLSTM) or line_cnn (window CNN only)", "choices": MODEL_KINDS})
-    height: int = field(default=48, metadata={"help": "input line height in pixels (the stem resizes to it)"})
+    height: int = field(default=MODEL_HEIGHT, metadata={"help": "input line height in pixels (the stem resizes to it)"})
     window_width: int = field(default=16, metadata={"help": "sliding-window width w in pixels"})
     window_stride: int = field(default=4, metadata={"help": "sliding-window stride s in pixels: T = (W - w) // s + 1"})
     shared_cnn: bool = field(default=True, metadata={"help": "run the conv stages once over the whole line and slide the window over their feature map (no recomputation of overlapping windows: ~4x less CNN work at w=16, s=4); false: one CNN per pixel window"})
