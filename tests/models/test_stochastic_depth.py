@@ -14,9 +14,6 @@ SMALL = dict(height=16, window_width=16, window_stride=4, cnn_channels=(4, 8), f
              conv_blocks=2, conv_kernel=3, lstm_layers=2, lstm_hidden=8, num_classes=7, dropout=0.0)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 # -- probabilities ------------------------------------------------------------------------------
 
 
