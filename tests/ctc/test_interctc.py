@@ -16,9 +16,6 @@ SMALL = dict(kind="crnn", height=16, window_width=16, window_stride=4, cnn_chann
              conv_blocks=1, conv_kernel=3, lstm_layers=2, lstm_hidden=8, num_classes=7, dropout=0.0)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 class AddBlock(nn.Module):
     """A residual block whose branch is a constant: output = x + delta."""
 
