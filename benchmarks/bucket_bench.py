@@ -13,24 +13,21 @@ lines into a temporary folder (their widths vary less than IAM's, so the gain is
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import torch
+from torch.utils.data import ConcatDataset
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch.utils.data import ConcatDataset  # noqa: E402
-
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.data.folder import FolderLines  # noqa: E402
-from text_recognizer.data.lines import EncodedLines, collate_lines  # noqa: E402
-from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
-from text_recognizer.models import ModelConfig, build_model  # noqa: E402
-from training.batching import bucketed_order, line_aspects, padding_efficiency  # noqa: E402
-from training.trainer import compute_loss  # noqa: E402
+from text_recognizer.codec import Codec
+from text_recognizer.data.folder import FolderLines
+from text_recognizer.data.lines import EncodedLines, collate_lines
+from text_recognizer.data.synthetic import SyntheticLines
+from text_recognizer.models import ModelConfig, build_model
+from training.batching import bucketed_order, line_aspects, padding_efficiency
+from training.trainer import compute_loss
 
 
 def render_synthetic_folder(folder: Path, count: int, height: int) -> Path:

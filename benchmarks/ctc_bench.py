@@ -35,22 +35,17 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 HAS_CUDA = torch.cuda.is_available()
 if not HAS_CUDA:  # must happen before the kernels are defined (Triton decides at @triton.jit time)
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import torch.nn.functional as F  # noqa: E402
+import torch.nn.functional as F  # noqa: E402 (after TRITON_INTERPRET, on purpose)
 
 from text_recognizer.ctc import triton_ctc  # noqa: E402
 from text_recognizer.ctc.feasibility import required_frames  # noqa: E402
@@ -204,8 +199,8 @@ def bench_shape(batch, frames, classes, length, dtype, warmup, iters):
 def shapes_to_run(quick):
     if quick:
         return list(QUICK_SHAPES)
-    return [(b, t, c, l) for b in FULL_GRID["B"] for t in FULL_GRID["T"] for c in FULL_GRID["C"]
-            for l in FULL_GRID["L"]]
+    return [(b, t, c, length) for b in FULL_GRID["B"] for t in FULL_GRID["T"] for c in FULL_GRID["C"]
+            for length in FULL_GRID["L"]]
 
 
 def print_table(rows):
@@ -381,15 +376,13 @@ def agreement(device, shapes):
         for row in range(batch):
             if required_frames(targets[row, : tl[row]].tolist()) > il[row]:
                 tl[row] = 0
-        ref_fn = lambda x: ctc_loss(x, targets.to(device), il.to(device), tl.to(device),  # noqa: E731
-                                    reduction="none", impl="torch")
-        ref = loss_and_grad(ref_fn, logits)
+        args = (targets.to(device), il.to(device), tl.to(device))
+        ref = loss_and_grad(lambda x, args=args: ctc_loss(x, *args, reduction="none", impl="torch"), logits)
         row = dict(B=batch, T=frames, C=classes, L=length)
         for name, dtype, impl in (("ours_fp32", torch.float32, "triton"), ("torch_fp32", torch.float32, "torch"),
                                   ("ours_bf16", torch.bfloat16, "triton")):
-            fn = lambda x, impl=impl: ctc_loss(x, targets.to(device), il.to(device), tl.to(device),  # noqa: E731
-                                               reduction="none", impl=impl)
-            loss, grad = loss_and_grad(fn, logits.to(dtype))
+            loss, grad = loss_and_grad(lambda x, args=args, impl=impl: ctc_loss(x, *args, reduction="none", impl=impl),
+                                       logits.to(dtype))
             row[f"{name}_loss_err"] = (loss - ref[0]).abs().max().item()
             row[f"{name}_grad_err"] = (grad - ref[1]).abs().max().item()
             row[f"{name}_nan"] = bool(torch.isnan(loss).any() or torch.isnan(grad).any())

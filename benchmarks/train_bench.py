@@ -10,19 +10,15 @@ full forward + CTC loss + backward + RMSprop update. Prints lines/s for each and
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
 
-import torch  # noqa: E402
-
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.data.lines import EncodedLines, collate_lines  # noqa: E402
-from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
-from text_recognizer.models import ModelConfig, build_model  # noqa: E402
-from training.trainer import compute_loss  # noqa: E402
+from text_recognizer.codec import Codec
+from text_recognizer.data.lines import EncodedLines, collate_lines
+from text_recognizer.data.synthetic import SyntheticLines
+from text_recognizer.models import ModelConfig, build_model
+from training.trainer import compute_loss
 
 
 def lines_per_second(kind: str, batches, steps: int, **overrides) -> float:

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Scripts the tests start in subprocesses (``python training/run_experiment.py``, the benchmarks)
+# import the package; put this checkout first on their path, so they test this code even where the
+# package is not installed, or is installed from another checkout.
+os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 
 @pytest.fixture(autouse=True, scope="session")

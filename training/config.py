@@ -38,7 +38,7 @@ class DataConfig:
     detokenize: bool = field(default=True, metadata={"help": "read folder labels with natural spacing: remove IAM's spaces around punctuation and clitics ('Leeds , Ontario' -> 'Leeds, Ontario'; text_recognizer/data/tokenization.py)"})
     iam_archives: str = field(default="", metadata={"help": "for --data iam: folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip (IAM needs registration; default: the download cache, then download)"})
     iam_train_extra: bool = field(default=False, metadata={"help": "for --data iam: also train on the lines in no official list whose writers are not in val/test"})
-    allow_unverified: bool = field(default=False, metadata={"help": "accept downloaded or local archives that have no sha256 recorded in data/raw/<dataset>/metadata.toml"})
+    allow_unverified: bool = field(default=False, metadata={"help": "accept downloaded or local archives that have no sha256 recorded in text_recognizer/data/metadata/<dataset>.toml"})
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.augment_p <= 1.0:

@@ -18,7 +18,7 @@ from text_recognizer.ctc import ctc_loss
 CODEC = Codec()
 TEXT = "hello"
 IDS = CODEC.encode(TEXT)
-H, E, L, O = IDS[0], IDS[1], IDS[2], IDS[4]
+H, E, L, O = IDS[0], IDS[1], IDS[2], IDS[4]  # noqa: E741 (named after the letters of "hello")
 BLANK = 0
 
 

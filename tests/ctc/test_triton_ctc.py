@@ -317,7 +317,7 @@ def test_gradcheck_float64():
     device_targets = targets.to(DEVICE)
     lengths = (input_lengths.to(DEVICE), target_lengths.to(DEVICE))
     for reduction in ("none", "mean"):
-        def fn(x):
+        def fn(x, reduction=reduction):
             return ctc_loss(x, device_targets, *lengths, blank=1, reduction=reduction, impl="triton")
 
         x = logits.to(DEVICE).requires_grad_(True)

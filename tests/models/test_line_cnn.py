@@ -161,7 +161,7 @@ def test_shared_cnn_is_cheaper() -> None:
     counts = {}
     for name, model in (("shared", shared), ("per_window", per_window)):
         seen = []
-        hook = model.window_cnn.conv[0].register_forward_hook(lambda m, i, o: seen.append(i[0].numel()))
+        hook = model.window_cnn.conv[0].register_forward_hook(lambda m, i, o, seen=seen: seen.append(i[0].numel()))
         with torch.no_grad():
             model(torch.rand(1, 1, 16, 400))
         hook.remove()
@@ -169,7 +169,8 @@ def test_shared_cnn_is_cheaper() -> None:
     assert counts["per_window"] / counts["shared"] == pytest.approx(97 * 16 / 400, rel=1e-6)
 
 
-@pytest.mark.parametrize(("width", "stride", "channels"), [(16, 3, (4, 8)), (16, 8, (4, 8)), (12, 8, (4, 8, 8)), (10, 4, (4, 8))])
+@pytest.mark.parametrize(("width", "stride", "channels"),
+                         [(16, 3, (4, 8)), (16, 8, (4, 8)), (12, 8, (4, 8, 8)), (10, 4, (4, 8))])
 def test_shared_cnn_geometry_errors(width: int, stride: int, channels: tuple) -> None:
     with pytest.raises(ValueError, match="shared_cnn"):
         small("line_cnn", window_width=width, window_stride=stride, cnn_channels=channels, height=32)

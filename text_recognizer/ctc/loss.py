@@ -103,7 +103,8 @@ def _torch_ctc_loss(logits, targets, input_lengths, target_lengths, blank, reduc
         blank=blank, reduction="none", zero_infinity=True,
     )  # (B,)
     if not zero_infinity:
-        per_sample = per_sample + _infinite_offsets(log_probs, targets, input_lengths, target_lengths, blank, per_sample)
+        per_sample = per_sample + _infinite_offsets(log_probs, targets, input_lengths, target_lengths, blank,
+                                                    per_sample)
     if reduction == "none":
         return per_sample
     if reduction == "sum":

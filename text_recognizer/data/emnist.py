@@ -1,6 +1,6 @@
 """EMNIST ByClass handwritten characters (62 classes: ``0-9``, ``A-Z``, ``a-z``).
 
-Source: ``matlab.zip`` from NIST (``data/raw/emnist/metadata.toml``, sha256-checked), which holds
+Source: ``matlab.zip`` from NIST (``text_recognizer/data/metadata/emnist.toml``, sha256-checked), which holds
 ``matlab/emnist-byclass.mat``. That MATLAB struct is read with ``scipy.io.loadmat``::
 
     dataset.train.images  (N, 784) uint8, each row a 28x28 image in column-major (MATLAB) order

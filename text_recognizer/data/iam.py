@@ -1,6 +1,6 @@
 """IAM Handwriting Database text lines: archives -> processed dataset folders (cached).
 
-Inputs (``data/raw/iam/metadata.toml``; the FKI site needs registration, so a user normally
+Inputs (``text_recognizer/data/metadata/iam.toml``; the FKI site needs registration, so a user normally
 downloads them by hand and passes their folder as ``archives``):
 
 - ``lines.tgz``: line images, ``lines/a01/a01-000u/a01-000u-00.png`` (members are matched by file
@@ -197,7 +197,7 @@ def prepare_iam(
     """Processed IAM folders ``{train, val, test, train_extra}`` (built on the first call, then cached).
 
     ``archives`` is a folder holding ``lines.tgz``, ``ascii.tgz`` and the split zip (or ``None``:
-    look in the download cache, then download from the URLs in ``data/raw/iam/metadata.toml``).
+    look in the download cache, then download from the URLs in ``text_recognizer/data/metadata/iam.toml``).
     """
     out_dir = iam_dir(height, binarize)
     marker = out_dir / _MARKER

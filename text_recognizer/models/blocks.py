@@ -86,7 +86,10 @@ def _split_bidirectional_lstm(state_dict: dict, prefix: str, *args) -> None:
     """Load checkpoints whose block held one bidirectional ``lstm``: its two directions become ours."""
     for key in [k for k in state_dict if k.startswith(prefix + "lstm.")]:
         name = key[len(prefix + "lstm.") :]
-        target = "backward_lstm." + name.removesuffix("_reverse") if name.endswith("_reverse") else "forward_lstm." + name
+        if name.endswith("_reverse"):
+            target = "backward_lstm." + name.removesuffix("_reverse")
+        else:
+            target = "forward_lstm." + name
         state_dict[prefix + target] = state_dict.pop(key)
 
 
