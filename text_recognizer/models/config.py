@@ -21,8 +21,9 @@ class ModelConfig:
     window_width: int = field(default=16, metadata={"help": "sliding-window width w in pixels"})
     window_stride: int = field(default=4, metadata={"help": "sliding-window stride s in pixels: T = (W - w) // s + 1"})
     shared_cnn: bool = field(default=True, metadata={
-        "help": "run the conv stages once over the whole line and slide the window over their feature map (no "
-                "recomputation of overlapping windows: ~4x less CNN work at w=16, s=4); false: one CNN per pixel window"})
+        "help": "run the conv stages once over the whole line and slide the window over their feature map "
+                "(no recomputation of overlapping windows: ~4x less CNN work at w=16, s=4); "
+                "false: one CNN per pixel window"})
     cnn_channels: tuple[int, ...] = field(default=(16, 32, 64), metadata={
         "help": "channels of the window CNN's conv stages (each halves the height; with --shared-cnn the first "
                 "log2(s) also halve the width, otherwise each halves the window width)"})
