@@ -47,8 +47,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    data = EncodedLines(SyntheticLines(args.batch_size * 4, seed=0, height=ModelConfig().height), Codec(), ModelConfig().height)
-    batches = [collate_lines([data[i] for i in range(b, b + args.batch_size)]) for b in range(0, len(data), args.batch_size)]
+    height = ModelConfig().height
+    data = EncodedLines(SyntheticLines(args.batch_size * 4, seed=0, height=height), Codec(), height)
+    batches = [collate_lines([data[i] for i in range(b, b + args.batch_size)])
+               for b in range(0, len(data), args.batch_size)]
     widths = torch.cat([b.widths for b in batches]).float()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}, "
           f"mean line width {widths.mean():.0f} px at {ModelConfig().height} px")

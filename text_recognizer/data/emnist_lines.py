@@ -31,7 +31,8 @@ from text_recognizer.data.emnist import EMNIST, load_emnist
 from text_recognizer.data.synthetic import sample_text
 from text_recognizer.metadata import LINE_HEIGHT
 
-__all__ = ["EmnistLinesConfig", "render_emnist_line", "sample_emnist_text", "build_emnist_lines", "prepare_emnist_lines"]
+__all__ = ["EmnistLinesConfig", "render_emnist_line", "sample_emnist_text", "build_emnist_lines",
+           "prepare_emnist_lines"]
 
 _MARKER = ".complete"
 _SPLIT_SEED = {"train": 0, "val": 1, "test": 2}
@@ -91,7 +92,8 @@ def render_emnist_line(
     return image.resize((width, height), Image.Resampling.BILINEAR)
 
 
-def build_emnist_lines(train_chars: EMNIST, test_chars: EMNIST, config: EmnistLinesConfig, out_dir: Path, progress: bool = True) -> dict[str, Path]:
+def build_emnist_lines(train_chars: EMNIST, test_chars: EMNIST, config: EmnistLinesConfig, out_dir: Path,
+                       progress: bool = True) -> dict[str, Path]:
     """Render all three splits into ``out_dir`` (via a temporary folder renamed at the end)."""
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -119,7 +121,8 @@ def build_emnist_lines(train_chars: EMNIST, test_chars: EMNIST, config: EmnistLi
     return {split: out_dir / split for split in sizes}
 
 
-def prepare_emnist_lines(config: EmnistLinesConfig = EmnistLinesConfig(), archive: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
+def prepare_emnist_lines(config: EmnistLinesConfig = EmnistLinesConfig(), archive: str | Path | None = None,
+                         progress: bool = True) -> dict[str, Path]:
     """Folders ``{train, val, test}`` of EMNIST Lines for ``config`` (built on first use, then cached)."""
     out_dir = cache_dir("emnist_lines", config.digest())
     if (out_dir / _MARKER).is_file():

@@ -208,7 +208,8 @@ def prepare_iam(
     paths = {}
     for key in ("lines", "ascii", "splits"):
         try:
-            paths[key] = fetch(meta[key], downloads, local=archives, allow_unverified=allow_unverified, progress=progress)
+            paths[key] = fetch(meta[key], downloads, local=archives, allow_unverified=allow_unverified,
+                               progress=progress)
         except DownloadError as error:
             if isinstance(error, ChecksumError):
                 raise
@@ -267,9 +268,12 @@ def prepare_iam(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Process IAM text lines into dataset folders (cached).")
-    parser.add_argument("--archives", type=Path, default=None, help="folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip (default: download)")
+    parser.add_argument("--archives", type=Path, default=None,
+                        help="folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip "
+                             "(default: download)")
     parser.add_argument("--height", type=int, default=LINE_HEIGHT, help="line height in pixels")
-    parser.add_argument("--binarize", action="store_true", help="pure black ink (like the development copy) instead of grey")
+    parser.add_argument("--binarize", action="store_true",
+                        help="pure black ink (like the development copy) instead of grey")
     parser.add_argument("--allow-unverified", action="store_true", help="accept archives whose sha256 is not recorded")
     parser.add_argument("--force", action="store_true", help="rebuild even if a processed copy exists")
     args = parser.parse_args(argv)
