@@ -62,11 +62,15 @@ def test_inference_needs_only_the_core_dependencies():
     assert {"fastapi", "uvicorn"} <= {_name(r) for r in extras["serve"]}
 
 
-def test_reading_and_evaluating_lines_imports_no_training_or_serving_package(tmp_path):
-    """Predict and evaluate in a process where the training/serving-only packages cannot be imported."""
+def test_reading_and_evaluating_lines_imports_only_the_core_dependencies(tmp_path):
+    """Predict and evaluate in a fresh process: every third-party distribution they import is a core
+    dependency or one of its own requirements, and the training/serving-only packages cannot be imported."""
+    core = [_name(r) for r in PYPROJECT["project"]["dependencies"]]
     script = textwrap.dedent(f"""
-        import importlib.abc, sys
+        import importlib.abc, re, sys
+        from importlib.metadata import PackageNotFoundError, packages_distributions, requires
         BLOCKED = {NOT_FOR_INFERENCE!r}
+        at_start = set(sys.modules)
 
         class Block(importlib.abc.MetaPathFinder):
             def find_spec(self, name, path=None, target=None):
@@ -78,11 +82,26 @@ def test_reading_and_evaluating_lines_imports_no_training_or_serving_package(tmp
         from training.evaluate import main as evaluate
         assert predict([{str(REPO / "tests" / "fixtures" / "lines" / "line_00.png")!r}]) == 0
         assert evaluate(["--data", {str(REPO / "tests" / "fixtures" / "lines")!r}]) == 0
-        print("loaded:", sorted(m for m in BLOCKED if m in sys.modules))
+
+        norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+        allowed, todo = set(), [norm(n) for n in {core!r}]
+        while todo:  # the core dependencies and everything they require (extras excluded)
+            name = todo.pop()
+            if name in allowed:
+                continue
+            allowed.add(name)
+            try:
+                needs = requires(name) or []
+            except PackageNotFoundError:
+                needs = []
+            todo += [norm(re.match(r"[A-Za-z0-9._-]+", r).group()) for r in needs if "extra ==" not in r]
+        owners = packages_distributions()
+        loaded = {{norm(d) for m in set(sys.modules) - at_start for d in owners.get(m.split(".")[0], [])}}
+        print("outside the core:", sorted(loaded - allowed - {{"text-recognizer"}}))
     """)
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    assert "loaded: []" in result.stdout
+    assert "outside the core: []" in result.stdout, result.stdout[-2000:]
 
 
 def test_no_script_edits_sys_path():
