@@ -13,6 +13,7 @@ weights learned. Default checkpoint: the bundled model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -23,7 +24,7 @@ import torch
 from PIL import Image
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
-from text_recognizer.models import ModelConfig, build_model
+from text_recognizer.models import build_model
 from text_recognizer.recognizer import LineRecognizer, default_checkpoint
 
 
@@ -50,12 +51,11 @@ def median_ms(recognizer: LineRecognizer, image: Image.Image, repeats: int) -> f
 
 def per_window_twin(path: Path, directory: Path) -> Path:
     """A checkpoint with the same architecture but ``shared_cnn=False`` and random weights."""
-    payload = load_checkpoint(path, map_location="cpu")
-    config = ModelConfig.from_dict({**payload["model_config"], "shared_cnn": False})
+    bundle = load_checkpoint(path, map_location="cpu")
+    config = dataclasses.replace(bundle.model_config, shared_cnn=False)
     torch.manual_seed(0)
-    twin = {**payload, "model_config": config.to_dict(), "model_state": build_model(config).state_dict()}
     out = directory / "per_window.pt"
-    save_checkpoint(twin, out)
+    save_checkpoint(bundle.replace(model_config=config, model_state=build_model(config).state_dict()), out)
     return out
 
 

@@ -18,7 +18,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.lines import EncodedLines, collate_lines
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.models import ModelConfig, build_model
-from training.trainer import compute_loss
+from training.objective import compute_loss
 
 
 def lines_per_second(kind: str, batches, steps: int, **overrides) -> float:
