@@ -36,7 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_EXPERIMENT = Path(__file__).resolve().parent / "run_experiment.py"
-DEFAULT_LOG_ROOT = REPO / "training" / "logs"
+DEFAULT_LOG_ROOT = Path("training") / "logs"  # as training.trainer.LOG_ROOT: relative to the working directory
 _RESERVED = {"name", "group", "run_dir"}  # set by the spec itself, not per-run flags
 
 
@@ -180,7 +180,7 @@ def run_all(runs: list[PlannedRun], extra: list[str], skip_done: bool = True) ->
     """Run each command in turn, continuing past failures; return names by outcome."""
     outcome: dict[str, list[str]] = {"ok": [], "failed": [], "skipped": []}
     for i, run in enumerate(runs, 1):
-        run_dir = run.run_dir or DEFAULT_LOG_ROOT / run.name
+        run_dir = run.run_dir or (DEFAULT_LOG_ROOT / run.name).absolute()
         if skip_done and (run_dir / "summary.json").exists():
             print(f"[{i}/{len(runs)}] {run.name}: already done ({run_dir / 'summary.json'}), skipped", flush=True)
             outcome["skipped"].append(run.name)
