@@ -9,17 +9,13 @@ running the model is most of the decode time on CPU, and tuning LM weights needs
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.data.folder import open_image, read_labels  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+from text_recognizer.data.folder import open_image, read_labels
+from text_recognizer.recognizer import LineRecognizer
 
 
 def main(argv: list[str] | None = None) -> int:

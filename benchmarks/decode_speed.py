@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.data.folder import image_size, open_image, read_labels  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+from text_recognizer.data.folder import image_size, open_image, read_labels
+from text_recognizer.recognizer import LineRecognizer
 
 
 def main(argv: list[str] | None = None) -> int:

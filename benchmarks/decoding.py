@@ -17,25 +17,26 @@ import argparse
 import hashlib
 import itertools
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.ctc import calibration as cal  # noqa: E402
-from text_recognizer.ctc.beam import BeamOptions  # noqa: E402
-from text_recognizer.ctc.decoder import (  # noqa: E402
-    Geometry, LineDecoder, char_features, line_calibration_features, line_features, word_features,
+from text_recognizer.codec import Codec
+from text_recognizer.ctc import calibration as cal
+from text_recognizer.ctc.beam import BeamOptions
+from text_recognizer.ctc.decoder import (
+    Geometry,
+    LineDecoder,
+    char_features,
+    line_calibration_features,
+    line_features,
+    word_features,
 )
-from text_recognizer.ctc.lm import arpa_text, load_bundle, make_bundle, save_bundle  # noqa: E402
-from text_recognizer.data.tokenization import detokenize  # noqa: E402
-from text_recognizer.metrics import cer, line_cer  # noqa: E402
-from text_recognizer.recognizer import DEFAULT_CHECKPOINT  # noqa: E402
+from text_recognizer.ctc.lm import arpa_text, load_bundle, make_bundle, save_bundle
+from text_recognizer.data.tokenization import detokenize
+from text_recognizer.metrics import cer, line_cer
+from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 
 OOD = ("stanford_memorials_1905", "gw_washington_1755")
 GEOMETRY = Geometry(16, 4)  # positions are not scored here

@@ -74,9 +74,14 @@ class BeamDecoder:
     """Flashlight's lexicon-free CTC beam search over one line's ``(T, C)`` log-probabilities."""
 
     def __init__(self, codec: Codec, options: BeamOptions | None = None, arpa: str | None = None):
-        from flashlight.lib.text.decoder import CriterionType, LexiconFreeDecoder, LexiconFreeDecoderOptions, ZeroLM
-        from flashlight.lib.text.decoder.kenlm import KenLM
-        from flashlight.lib.text.dictionary import Dictionary
+        try:
+            from flashlight.lib.text.decoder import CriterionType, LexiconFreeDecoder, LexiconFreeDecoderOptions, ZeroLM
+            from flashlight.lib.text.decoder.kenlm import KenLM
+            from flashlight.lib.text.dictionary import Dictionary
+        except ImportError as error:  # an optional dependency: greedy decoding never needs it
+            raise ValueError(
+                "decoder='beam' needs flashlight-text: pip install 'text-recognizer[beam]' (or flashlight-text==0.0.7)"
+            ) from error
 
         if not isinstance(codec, Codec):
             raise TypeError(f"codec must be a Codec, got {type(codec).__name__}")
