@@ -1,6 +1,6 @@
 """Per-line decode time, beam search + LM vs greedy, end to end (model + decoding), same process.
 
-    python benchmarks/decode_speed.py --data ../shared/data/iam/val [--bundle BUNDLE]
+    PYTHONPATH=. python benchmarks/decode_speed.py --data ../shared/data/iam/val [--bundle BUNDLE]
 
 Times ``LineRecognizer.predict_tensors`` on one line at a time (the stem is run once beforehand),
 rounds interleaved so load from other jobs hits every decoder alike, and prints medians and ratios

@@ -1,8 +1,8 @@
 """Beam search + LM vs greedy on cached logits: library comparison, tuning, calibration, report.
 
-    python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/val.pt   # once per set
+    PYTHONPATH=. python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/val.pt   # once per set
     python -m text_recognizer.ctc.lm --out /tmp/lm/default.decoder.pt                     # train + train_extra
-    python benchmarks/decoding.py --cache /tmp/lm --bundle /tmp/lm/default.decoder.pt \\
+    PYTHONPATH=. python benchmarks/decoding.py --cache /tmp/lm --bundle /tmp/lm/default.decoder.pt \\
         --bundle-out text_recognizer/artifacts/default.decoder.pt --report /tmp/lm/report.md
 
 IAM val is sorted by file name and split in two: LM weight, word bonus and the confidence
