@@ -1,6 +1,6 @@
 """Cache a model's CTC log-probabilities over a dataset folder, so decoders can be tuned without the model.
 
-    PYTHONPATH=. python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/iam_val.pt
+    PYTHONPATH=. python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/val.pt
 
 Saves ``{files, references, log_probs: [(T, C) float16], widths: [original px], input_widths: [stem px]}``;
 running the model is most of the decode time on CPU, and tuning LM weights needs many decodes of the same lines.

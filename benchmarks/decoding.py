@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bundle-out", type=Path, default=None,
                         help="write the bundle with tuned settings + calibration")
     parser.add_argument("--report", type=Path, default=None, help="markdown report")
+    parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT,
+                        help="the model whose logits were cached (the bundle records its sha256)")
     parser.add_argument("--weights", default="0.8,1.0,1.2,1.4", help="LM weights to try")
     parser.add_argument("--bonuses", default="0.5,1.0,1.5,2.0,2.5", help="word bonuses to try")
     parser.add_argument("--beam-width", type=int, default=8)
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bundle_out:
         out = make_bundle(arpa_text(bundle), codec, bundle["lm"]["order"], bundle["lm"]["source"],
                           beam=options.to_dict(), calibration=calibrations)
-        out["model_sha256"] = hashlib.sha256(DEFAULT_CHECKPOINT.read_bytes()).hexdigest()  # the cached logits' model
+        out["model_sha256"] = hashlib.sha256(args.checkpoint.read_bytes()).hexdigest()  # the cached logits' model
         save_bundle(out, args.bundle_out)
         print(f"bundle with tuned settings and calibration -> {args.bundle_out}")
     text = "\n".join(report)
