@@ -90,9 +90,24 @@ def client(tiny_checkpoint):
     from api.app import create_app
     from api.settings import Settings
 
-    app = create_app(Settings(checkpoint=tiny_checkpoint, max_body_bytes=2 * 2**20, max_pixels=4_000_000, max_side=8_000, max_batch=8))
+    app = create_app(Settings(checkpoint=tiny_checkpoint, max_body_bytes=2 * 2**20, max_pixels=4_000_000, max_side=8_000,
+                              max_batch=8, access_log=False))
     with TestClient(app, raise_server_exceptions=False) as test_client:
+        wait_ready(test_client.get)
         yield test_client
+
+
+def wait_ready(get, timeout: float = 60.0) -> None:
+    """Poll ``/health/ready`` (the model loads in the background once the server is up) until 200."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if get("/health/ready").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"not ready after {timeout} s")
 
 
 def free_port() -> int:
@@ -120,18 +135,19 @@ class Server:
         )
         self.pid = self.process.pid
 
-    def wait_healthy(self, timeout: float = 60.0) -> None:
+    def wait_healthy(self, timeout: float = 60.0, path: str = "/health/ready") -> None:
+        """Wait until ``path`` answers 200: by default readiness (the model is loaded and warmed up)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"uvicorn exited with {self.process.returncode}:\n{self.log()}")
             try:
-                if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
+                if httpx.get(self.url + path, timeout=1.0).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"uvicorn not healthy after {timeout} s:\n{self.log()}")
+        raise RuntimeError(f"uvicorn not answering 200 on {path} after {timeout} s:\n{self.log()}")
 
     def log(self) -> str:
         self._log.flush()

@@ -92,7 +92,8 @@ def test_200_concurrent_requests_from_16_clients(server, lines):
                 data, text = payloads[i % len(payloads)]
                 if i % 5 == 0:
                     r = http.post("/v1/predict/batch", files=[("files", data), ("files", payloads[0][0])])
-                    ok = r.status_code == 200 and [x["text"] for x in r.json()["results"]] == [text, payloads[0][1]]
+                    ok = r.status_code == 200 and [x["prediction"]["text"] for x in r.json()["results"]] == [
+                        text, payloads[0][1]]
                 elif i % 3 == 0:
                     r = http.post("/v1/predict", json={"image": base64.b64encode(data).decode()})
                     ok = r.status_code == 200 and r.json()["text"] == text
@@ -158,7 +159,7 @@ def test_startup_fails_clearly_without_checkpoint(tmp_path):
     finally:
         srv.stop()
     assert "cannot load the model (TEXT_RECOGNIZER_CHECKPOINT)" in log and "missing.pt does not exist" in log
-    assert "Application startup failed" in log
+    assert "text recognizer API startup failed" in log
 
 
 def test_startup_fails_clearly_on_corrupt_checkpoint(tmp_path):
@@ -196,5 +197,5 @@ def test_event_loop_stays_free_during_inference(server, lines):
         start = time.perf_counter()
         assert httpx.get(server.url + "/health", timeout=10).status_code == 200
         health_s = time.perf_counter() - start
-        assert all(b.result().status_code == 200 for b in batches)
+        assert all(b.result().status_code == 200 and b.result().json()["results"][0]["error"] is None for b in batches)
     assert health_s < 2.0

@@ -1,0 +1,216 @@
+"""The loaded model and the inference pool, and the dependency that hands them to the routes.
+
+The model is loaded in the background once the server is up, so that liveness (``/health``)
+answers at once while readiness (``/health/ready``) stays false until the model is loaded and
+warmed; prediction routes answer 503 ``model_not_ready`` until then. Image decoding, the stem and
+the model run in a small thread pool (``workers`` threads, torch limited to ``torch_threads``)
+so the event loop stays free and concurrent requests never oversubscribe the CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, is_dataclass
+
+import torch
+from fastapi import Request
+
+from api.errors import APIError
+from api.imaging import decode_image, set_pillow_limits, upright_size
+from api.provenance import Provenance, read_provenance
+from api.settings import Settings
+from text_recognizer.checkpoint import CheckpointError
+from text_recognizer.recognizer import LineRecognizer
+
+logger = logging.getLogger("text_recognizer.api")
+STARTUP_FAILURE = 3  # uvicorn's exit status for a failed startup
+
+
+class StartupError(RuntimeError):
+    """The model cannot be served (no model, bad checkpoint, unavailable device)."""
+
+
+@dataclass
+class Serving:
+    """A loaded, warmed model with its provenance and the pool its jobs run in."""
+
+    settings: Settings
+    recognizer: LineRecognizer
+    provenance: Provenance
+    executor: ThreadPoolExecutor
+    semaphore: asyncio.Semaphore
+    waiting: int = 0
+
+
+@dataclass
+class ImageInput:
+    """One image of a request: where it came from (for the answer) and its bytes, or why it has none."""
+
+    index: int
+    what: str  # names the image in error messages: "file 'a.png'", "images[2]"
+    data: bytes | None = None
+    filename: str | None = None
+    id: str | None = None
+    error: APIError | None = None
+
+
+def load_serving(settings: Settings) -> Serving:
+    """Load the checkpoint and warm the model up, or raise ``StartupError`` saying what to do."""
+    torch.set_num_threads(settings.torch_threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set (or parallel work already ran): keep what is there
+        pass
+    set_pillow_limits(settings.max_pixels)
+    try:
+        recognizer = LineRecognizer(settings.checkpoint, device=settings.device, batch_size=settings.batch_size)
+    except CheckpointError as error:
+        source = "TEXT_RECOGNIZER_CHECKPOINT" if settings.checkpoint is not None else "the bundled default model"
+        raise StartupError(f"cannot load the model ({source}): {error}") from None
+    except Exception as error:  # e.g. an unavailable device
+        raise StartupError(f"cannot load the model from {settings.checkpoint}: {type(error).__name__}: {error}") from None
+    provenance = checkpoint_provenance(recognizer)
+    warm = torch.zeros(1, recognizer.height, recognizer.height * 4)
+    recognizer.predict_tensors([warm])  # first call allocates; keep that off the first request
+    return Serving(
+        settings=settings, recognizer=recognizer, provenance=provenance,
+        executor=ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="inference"),
+        semaphore=asyncio.Semaphore(settings.workers),
+    )
+
+
+def checkpoint_provenance(recognizer: LineRecognizer) -> Provenance:
+    """Version, licence and data of the loaded checkpoint: the one place that knows where the
+    loader keeps them (today ``recognizer.metadata`` and the payload's ``library_version``)."""
+    try:  # the writer's library version, without a second full load
+        library_version = torch.load(recognizer.path, map_location="cpu", weights_only=True).get("library_version")
+    except Exception:
+        library_version = None
+    return read_provenance(recognizer.path, recognizer.metadata, library_version)
+
+
+@dataclass
+class ModelState:
+    """Loading, ready or failed: what the health routes report and the routes depend on."""
+
+    serving: Serving | None = None
+    error: str | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    async def load(self, settings: Settings, loader: Callable[[Settings], Serving]) -> None:
+        """Load in a thread; on failure log the reason and stop the process (exit status 3), as a
+        failed startup would: a server that can never serve should not look alive."""
+        try:
+            self.serving = await asyncio.to_thread(loader, settings)
+        except StartupError as error:
+            self.error = str(error)
+            logger.error("text recognizer API startup failed: %s", error)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(STARTUP_FAILURE)
+        s = self.serving.settings
+        logger.info("serving %s on %s (%d workers x %d torch threads), ready after %.1f s (pid %d)",
+                    self.serving.provenance.version, s.device, s.workers, s.torch_threads,
+                    time.monotonic() - self.started, os.getpid())
+
+    def close(self) -> None:
+        if self.serving is not None:
+            self.serving.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def get_serving(request: Request) -> Serving:
+    """Dependency: the loaded model, or 503 ``model_not_ready`` while it is still loading."""
+    state: ModelState = request.app.state.model
+    if state.serving is None:
+        raise APIError(503, "model_not_ready", "the model is still loading; retry shortly (see /health/ready)",
+                       headers={"Retry-After": "1"})
+    return state.serving
+
+
+async def run_job(request: Request, serving: Serving, inputs: list[ImageInput]) -> dict:
+    """Queue for a pool slot (503 ``overloaded`` past ``max_queue``), then recognise in a thread."""
+    metrics = request.app.state.metrics
+    if serving.waiting >= serving.settings.max_queue:
+        raise APIError(503, "overloaded", f"{serving.waiting} requests are already waiting for the model; retry later",
+                       headers={"Retry-After": "1"})
+    queued = time.perf_counter()
+    serving.waiting += 1
+    metrics.queue.inc()
+    try:
+        await serving.semaphore.acquire()
+    finally:
+        serving.waiting -= 1
+        metrics.queue.dec()
+    try:
+        queue_s = time.perf_counter() - queued
+        result = await asyncio.get_running_loop().run_in_executor(serving.executor, recognise, serving, inputs)
+    finally:
+        serving.semaphore.release()
+    metrics.inference.observe(result["inference_s"])
+    metrics.preprocess.observe(result["preprocess_s"])
+    metrics.images.inc(sum(item["prediction"] is not None for item in result["items"]))
+    request.state.image_sizes = [(p["image_width"], p["image_height"]) for p in
+                                 (item["prediction"] for item in result["items"]) if p is not None]
+    return {**result, "queue_ms": ms(queue_s), "inference_ms": ms(result["inference_s"]),
+            "preprocess_ms": ms(result["preprocess_s"])}
+
+
+def recognise(serving: Serving, inputs: list[ImageInput]) -> dict:
+    """Runs in a worker thread: decode each image and run the stem (a bad image fails alone), then
+    one padded forward pass over the good ones. Items come back in input order."""
+    recognizer = serving.recognizer
+    t0 = time.perf_counter()
+    tensors, sizes, good = [], [], []
+    for item in inputs:
+        if item.error is None:
+            try:
+                tensor, size = _prepare(serving, item)
+                tensors.append(tensor)
+                sizes.append(size)
+                good.append(item.index)
+            except APIError as error:
+                item.error = error
+    t1 = time.perf_counter()
+    lines = recognizer.predict_tensors(tensors) if tensors else []
+    t2 = time.perf_counter()
+    predictions = {index: _line(line, size) for index, line, size in zip(good, lines, sizes)}
+    items = [{"index": item.index, "filename": item.filename, "id": item.id, "prediction": predictions.get(item.index),
+              "error": item.error.as_item() if item.error is not None else None} for item in inputs]
+    return {"items": items, "preprocess_s": t1 - t0, "inference_s": t2 - t1}
+
+
+def _prepare(serving: Serving, item: ImageInput) -> tuple[torch.Tensor, tuple[int, int]]:
+    s, recognizer = serving.settings, serving.recognizer
+    image = decode_image(item.data or b"", max_pixels=s.max_pixels, max_side=s.max_side, what=item.what)
+    try:
+        width, height = upright_size(image)
+        if round(width * recognizer.height / height) > s.max_side:
+            raise APIError(413, "image_too_large", f"{item.what}: {width}x{height} is too wide for its height: resized "
+                           f"to {recognizer.height} px high it would be wider than {s.max_side} pixels")
+        try:
+            return recognizer.preprocess(image), (width, height)
+        except Exception as error:  # exotic modes, broken EXIF, ...
+            raise APIError(400, "unprocessable_image", f"{item.what}: cannot process this {image.format} image "
+                           f"(mode {image.mode}): {error}") from None
+    finally:
+        image.close()
+
+
+def _line(line, size: tuple[int, int]) -> dict:
+    """A decoded line as the API returns it; ``words`` when the decoder gives per-word confidences."""
+    result = {"text": line.text, "confidence": min(1.0, max(0.0, float(line.confidence))),
+              "image_width": size[0], "image_height": size[1]}
+    words = getattr(line, "words", None)
+    if words is not None:
+        result["words"] = [asdict(w) if is_dataclass(w) else dict(w) for w in words]
+    return result
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
