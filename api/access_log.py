@@ -11,27 +11,14 @@ version, worker pid and, with API keys on, a short hash of the key. Never image 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-import sys
 import time
 import uuid
 
+from api.logs import access_logger
+
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:/+=-]{1,128}$")
-LOGGER_NAME = "text_recognizer.api.access"
-
-
-def access_logger() -> logging.Logger:
-    """The access logger, writing bare JSON lines to stderr (set up once, not propagated to root)."""
-    logger = logging.getLogger(LOGGER_NAME)
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-    return logger
 
 
 class AccessLogMiddleware:

@@ -8,14 +8,15 @@ shape here, so clients parse one format.
 
 from __future__ import annotations
 
-import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-logger = logging.getLogger("text_recognizer.api")
+from api.logs import service_logger
+
+logger = service_logger()
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
 

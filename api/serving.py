@@ -10,7 +10,6 @@ so the event loop stays free and concurrent requests never oversubscribe the CPU
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 import time
@@ -23,12 +22,13 @@ from fastapi import Request
 
 from api.errors import APIError
 from api.imaging import decode_image, set_pillow_limits, upright_size
+from api.logs import service_logger
 from api.provenance import Provenance, read_provenance
 from api.settings import Settings
 from text_recognizer.checkpoint import CheckpointError
 from text_recognizer.recognizer import LineRecognizer
 
-logger = logging.getLogger("text_recognizer.api")
+logger = service_logger()
 STARTUP_FAILURE = 3  # uvicorn's exit status for a failed startup
 
 
@@ -108,9 +108,9 @@ class ModelState:
         failed startup would: a server that can never serve should not look alive."""
         try:
             self.serving = await asyncio.to_thread(loader, settings)
-        except StartupError as error:
-            self.error = str(error)
-            logger.error("text recognizer API startup failed: %s", error)
+        except Exception as error:  # StartupError says what to do; anything else is reported as is
+            self.error = str(error) if isinstance(error, StartupError) else f"{type(error).__name__}: {error}"
+            logger.error("text recognizer API startup failed: %s", self.error)
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
             os._exit(STARTUP_FAILURE)

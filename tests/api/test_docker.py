@@ -56,7 +56,7 @@ def test_dockerfile_shape():
     assert user and user[-1].split(":")[0] not in ("root", "0")
     assert kinds.index("USER") < kinds.index("CMD")
     healthcheck = dict(steps)["HEALTHCHECK"]
-    assert "/health" in healthcheck
+    assert "/health/ready" in healthcheck, "the healthcheck must ask for readiness (model loaded), not liveness"
     cmd = json.loads(dict(steps)["CMD"])  # exec form: a JSON array
     assert cmd[:2] == ["uvicorn", "api.app:app"]
     copied = [a.split()[0] for k, a in steps if k == "COPY"]
