@@ -126,6 +126,15 @@ def run(url: str, images: list[bytes], mode: str, concurrency: int, requests: in
     }
 
 
+def wait_all_loaded(server: Server, processes: int, timeout: float = 120.0) -> None:
+    """Readiness is per process: wait until every worker has logged that its model is loaded."""
+    deadline = time.monotonic() + timeout
+    while server.log().count("text_recognizer.api: serving ") < processes:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"not all {processes} workers loaded the model:\n{server.log()[-3000:]}")
+        time.sleep(0.2)
+
+
 def worker_pids(server_pid: int, processes: int) -> list[int]:
     """The processes that serve requests: the server itself, or its children minus multiprocessing's tracker."""
     if processes == 1:
@@ -202,6 +211,7 @@ def main(argv=None) -> int:
                                           "--log-level", "warning"])
             try:
                 server.wait_healthy(timeout=120)
+                wait_all_loaded(server, processes)
                 health = httpx.get(server.url + "/health").json()
                 served = 0
                 if args.soak:
