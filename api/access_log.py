@@ -62,11 +62,17 @@ def _record(scope, state: dict, request_id: str, status: int, start: float, rece
     model = getattr(getattr(scope.get("app"), "state", None), "model", None)
     serving = getattr(model, "serving", None)
     record = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "request_id": request_id,
-        "method": scope["method"], "route": route, "path": scope["path"] if route is None else None, "status": status,
-        "latency_ms": round((time.perf_counter() - start) * 1000.0, 3), "request_bytes": received,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "request_id": request_id,
+        "method": scope["method"],
+        "route": route,
+        "path": scope["path"] if route is None else None,
+        "status": status,
+        "latency_ms": round((time.perf_counter() - start) * 1000.0, 3),
+        "request_bytes": received,
         "images": [f"{w}x{h}" for w, h in state.get("image_sizes", ())],
-        "model_version": serving.provenance.version if serving is not None else None, "pid": os.getpid(),
+        "model_version": serving.provenance.version if serving is not None else None,
+        "pid": os.getpid(),
     }
     if state.get("key_id"):
         record["key_id"] = state["key_id"]

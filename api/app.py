@@ -44,16 +44,24 @@ def create_app(settings: Settings | None = None, load: Callable[[Settings], Serv
             loading.cancel()
             app.state.model.close()
 
-    app = FastAPI(title="Handwritten text-line recognizer", version=__version__, lifespan=lifespan,
-                  description="POST an image of one handwritten text line, get its text back. CRNN + CTC; "
-                              "see docs/api.md.", docs_url=None)  # /docs is served from local files (pages.py)
+    app = FastAPI(
+        title="Handwritten text-line recognizer",
+        version=__version__,
+        lifespan=lifespan,
+        description="POST an image of one handwritten text line, get its text back. CRNN + CTC; see docs/api.md.",
+        docs_url=None,  # /docs is served from the installed swagger-ui-bundle (routes/pages.py), not a CDN
+    )
     app.state.settings, app.state.metrics, app.state.model = settings, Metrics(), ModelState()
     install_error_handlers(app, app.state.metrics)
     app.add_middleware(LimitsAndMetricsMiddleware, max_body_bytes=settings.max_body_bytes, metrics=app.state.metrics)
     if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST"],
-                           allow_headers=["Authorization", "X-API-Key", "X-Request-ID", "Content-Type"],
-                           expose_headers=["X-Request-ID", "Retry-After"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "X-API-Key", "X-Request-ID", "Content-Type"],
+            expose_headers=["X-Request-ID", "Retry-After"],
+        )
     app.add_middleware(AccessLogMiddleware, enabled=settings.access_log)  # added last: outermost
     app.include_router(health.router)
     app.include_router(predict.router, dependencies=guards(settings.load_api_keys(), settings.rate_limit))

@@ -8,7 +8,6 @@ shape here, so clients parse one format.
 
 from __future__ import annotations
 
-
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -66,7 +65,9 @@ def install_error_handlers(app: FastAPI, metrics) -> None:
 
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         logger.exception("unhandled error on %s", request.url.path)
-        return error_response(500, "internal_error", f"internal error ({type(error).__name__}); the server keeps running")
+        return error_response(
+            500, "internal_error", f"internal error ({type(error).__name__}); the server keeps running"
+        )
 
     app.add_exception_handler(APIError, api_error)
     app.add_exception_handler(StarletteHTTPException, http_error)

@@ -21,8 +21,13 @@ from api.errors import APIError
 ALLOWED_FORMATS = ("PNG", "JPEG", "TIFF", "BMP", "WEBP")
 ALLOWED_TEXT = "PNG, JPEG, TIFF, BMP or WebP"
 _EXIF_ORIENTATION = 0x0112
-_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"),
-               (b"BM", "BMP"))
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+    (b"BM", "BMP"),
+)
 
 
 def set_pillow_limits(max_pixels: int) -> None:
@@ -34,13 +39,21 @@ def decode_base64(text: str, what: str = "image") -> bytes:
     """Plain base64 or a ``data:image/...;base64,`` URL -> bytes (``APIError`` 400 if invalid)."""
     text = text.strip()
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text):
-        raise APIError(400, "url_not_supported", f"{what}: looks like a URL; the server never fetches URLs, send the image bytes as base64")
+        raise APIError(
+            400,
+            "url_not_supported",
+            f"{what}: looks like a URL; the server never fetches URLs, send the image bytes as base64",
+        )
     if text.startswith("data:"):
         header, comma, payload = text.partition(",")
         if not comma:
             raise APIError(400, "invalid_base64", f"{what}: data URL has no ',' separating the header from the data")
         if not header.lower().endswith(";base64"):
-            raise APIError(400, "invalid_base64", f"{what}: data URL must be base64-encoded (data:image/png;base64,...), got header {header[:60]!r}")
+            raise APIError(
+                400,
+                "invalid_base64",
+                f"{what}: data URL must be base64-encoded (data:image/png;base64,...), got header {header[:60]!r}",
+            )
         text = payload
     compact = "".join(text.split())
     if not compact:
@@ -76,15 +89,26 @@ def decode_image(data: bytes, *, max_pixels: int, max_side: int, what: str = "im
     if width <= 0 or height <= 0:
         raise APIError(400, "empty_image", f"{what}: the image has no pixels ({width}x{height})")
     if width * height > max_pixels:
-        raise APIError(413, "image_too_large", f"{what}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels} pixels for a text line")
+        raise APIError(
+            413,
+            "image_too_large",
+            f"{what}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels} pixels "
+            "for a text line",
+        )
     if max(width, height) > max_side:
-        raise APIError(413, "image_too_large", f"{what}: {width}x{height} has a side longer than the limit of {max_side} pixels for a text line")
+        raise APIError(
+            413,
+            "image_too_large",
+            f"{what}: {width}x{height} has a side longer than the limit of {max_side} pixels for a text line",
+        )
     try:
         image.load()
     except Image.DecompressionBombError as error:
         raise APIError(413, "image_too_large", f"{what}: rejected as a decompression bomb ({error})") from None
     except Exception as error:
-        raise APIError(400, "corrupt_image", f"{what}: the {image.format} data is truncated or corrupt ({error})") from None
+        raise APIError(
+            400, "corrupt_image", f"{what}: the {image.format} data is truncated or corrupt ({error})"
+        ) from None
     return image
 
 
@@ -101,8 +125,12 @@ def _unsupported_or_garbage(data: bytes, what: str) -> APIError:
         if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
             fmt = "WEBP"
         if fmt in ALLOWED_FORMATS:
-            return APIError(400, "corrupt_image", f"{what}: starts like a {fmt} file but its header is invalid "
-                                   "(corrupt, truncated, or a size of 0 pixels)")
+            return APIError(
+                400,
+                "corrupt_image",
+                f"{what}: starts like a {fmt} file but its header is invalid "
+                "(corrupt, truncated, or a size of 0 pixels)",
+            )
     if fmt:
         return APIError(415, "unsupported_format", f"{what}: {fmt} images are not supported; send {ALLOWED_TEXT}")
     return APIError(400, "not_an_image", f"{what}: not a recognised image file; send {ALLOWED_TEXT}")

@@ -29,8 +29,12 @@ async def single_image(request: Request) -> ImageInput:
         try:
             item = form.get("file")
             if item is None:
-                raise APIError(422, "missing_field", f"multipart field 'file' is missing (got fields {sorted(form.keys())}); "
-                               "send the image as form field 'file'")
+                raise APIError(
+                    422,
+                    "missing_field",
+                    f"multipart field 'file' is missing (got fields {sorted(form.keys())}); "
+                    "send the image as form field 'file'",
+                )
             if not isinstance(item, UploadFile):
                 raise APIError(422, "missing_field", "multipart field 'file' must be a file upload, not a text value")
             what = f"file {item.filename!r}" if item.filename else "file"
@@ -42,9 +46,13 @@ async def single_image(request: Request) -> ImageInput:
         return ImageInput(0, "image", decode_base64(body.image, "image"))
     if kind.startswith("image/"):
         return ImageInput(0, "body", await request.body())
-    raise APIError(415, "unsupported_media_type", f"Content-Type {kind or '(none)'} is not accepted; send "
-                   "multipart/form-data with a 'file' field, application/json {\"image\": \"<base64>\"}, "
-                   "or the raw image with an image/* type")
+    raise APIError(
+        415,
+        "unsupported_media_type",
+        f"Content-Type {kind or '(none)'} is not accepted; send "
+        'multipart/form-data with a \'file\' field, application/json {"image": "<base64>"}, '
+        "or the raw image with an image/* type",
+    )
 
 
 async def batch_images(request: Request, max_batch: int) -> list[ImageInput]:
@@ -55,8 +63,12 @@ async def batch_images(request: Request, max_batch: int) -> list[ImageInput]:
         try:
             items = form.getlist("files")
             if not items:
-                raise APIError(422, "missing_field", f"multipart field 'files' is missing (got fields "
-                               f"{sorted(form.keys())}); send each image as a 'files' field")
+                raise APIError(
+                    422,
+                    "missing_field",
+                    f"multipart field 'files' is missing (got fields "
+                    f"{sorted(form.keys())}); send each image as a 'files' field",
+                )
             _check_count(len(items), max_batch)
             return [await _upload(i, item) for i, item in enumerate(items)]
         finally:
@@ -65,8 +77,12 @@ async def batch_images(request: Request, max_batch: int) -> list[ImageInput]:
         body = _parse_json(await request.body(), Base64BatchRequest, _BATCH_SHAPE)
         _check_count(len(body.images), max_batch)
         return [_base64_item(i, entry) for i, entry in enumerate(body.images)]
-    raise APIError(415, "unsupported_media_type", f"Content-Type {kind or '(none)'} is not accepted; send "
-                   "multipart/form-data with 'files' fields or application/json " + _BATCH_SHAPE)
+    raise APIError(
+        415,
+        "unsupported_media_type",
+        f"Content-Type {kind or '(none)'} is not accepted; send "
+        "multipart/form-data with 'files' fields or application/json " + _BATCH_SHAPE,
+    )
 
 
 async def _upload(index: int, item) -> ImageInput:

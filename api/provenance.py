@@ -34,7 +34,9 @@ def read_provenance(path: Path, payload_metadata: dict, library_version: str | N
     data = _table_row(card, "Training data") if card else None
     version = payload_metadata.get("version") or f"{path.stem}-{sha[:12]}"
     return Provenance(
-        version=str(version), sha256=sha, library_version=library_version,
+        version=str(version),
+        sha256=sha,
+        library_version=library_version,
         licence=licence or _text(payload_metadata.get("licence")),
         training_data=data or _text(payload_metadata.get("data")),
         model_card=MODEL_CARD if card else None,

@@ -16,10 +16,16 @@ class Base64Item(BaseModel):
 
 class Base64BatchRequest(BaseModel):
     images: list[str | Base64Item] = Field(
-        min_length=1, description="images as base64 strings or data URLs, or {id, image} objects, one text line each")
+        min_length=1, description="images as base64 strings or data URLs, or {id, image} objects, one text line each"
+    )
 
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"images": ["iVBORw0KGgo...", {"id": "page3-line7", "image": "data:image/png;base64,iVBORw0KGgo..."}]}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"images": ["iVBORw0KGgo...", {"id": "page3-line7", "image": "data:image/png;base64,iVBORw0KGgo..."}]}
+            ]
+        }
+    )
 
 
 class Word(BaseModel):
@@ -46,7 +52,9 @@ class Prediction(LinePrediction):
 
 
 class ItemError(BaseModel):
-    code: str = Field(description="machine-readable error code, as in the whole-request errors", examples=["not_an_image"])
+    code: str = Field(
+        description="machine-readable error code, as in the whole-request errors", examples=["not_an_image"]
+    )
     detail: str = Field(description="what was wrong with this image")
     status: int = Field(description="the HTTP status this error would have had as a single request", examples=[400])
 
@@ -67,16 +75,44 @@ class BatchPrediction(BaseModel):
     preprocess_ms: float
     queue_ms: float
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "results": [
-            {"index": 0, "filename": "line1.png", "id": None, "error": None,
-             "prediction": {"text": "hello world", "confidence": 0.97, "image_width": 384, "image_height": 64}},
-            {"index": 1, "filename": "broken.png", "id": None, "prediction": None,
-             "error": {"code": "corrupt_image", "detail": "files[1] 'broken.png': the PNG data is truncated or corrupt",
-                       "status": 400}},
-        ],
-        "model_version": "crnn-iam-2026.11.30b", "elapsed_ms": 31.2, "inference_ms": 18.0, "preprocess_ms": 4.1,
-        "queue_ms": 0.02}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "results": [
+                        {
+                            "index": 0,
+                            "filename": "line1.png",
+                            "id": None,
+                            "error": None,
+                            "prediction": {
+                                "text": "hello world",
+                                "confidence": 0.97,
+                                "image_width": 384,
+                                "image_height": 64,
+                            },
+                        },
+                        {
+                            "index": 1,
+                            "filename": "broken.png",
+                            "id": None,
+                            "prediction": None,
+                            "error": {
+                                "code": "corrupt_image",
+                                "detail": "files[1] 'broken.png': the PNG data is truncated or corrupt",
+                                "status": 400,
+                            },
+                        },
+                    ],
+                    "model_version": "crnn-iam-2026.11.30b",
+                    "elapsed_ms": 31.2,
+                    "inference_ms": 18.0,
+                    "preprocess_ms": 4.1,
+                    "queue_ms": 0.02,
+                }
+            ]
+        }
+    )
 
 
 class ModelInfo(BaseModel):
@@ -85,7 +121,9 @@ class ModelInfo(BaseModel):
     sha256: str
     library_version: str | None = Field(description="text_recognizer version that wrote the checkpoint")
     licence: str | None = Field(description="terms of use of the weights (from the model card when there is one)")
-    training_data: str | None = Field(description="what the model was trained on (from the model card when there is one)")
+    training_data: str | None = Field(
+        description="what the model was trained on (from the model card when there is one)"
+    )
     model_card: str | None = Field(description="the model card the licence and data description come from")
     kind: str = Field(description="model architecture")
     input_height: int = Field(description="line height the stem resizes to")

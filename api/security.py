@@ -33,8 +33,12 @@ class RequireKey:
     def __init__(self, keys: frozenset[str]):
         self._keys = [key.encode() for key in keys]
 
-    def __call__(self, request: Request, bearer: HTTPAuthorizationCredentials | None = Security(_bearer),
-                 header: str | None = Security(_header)) -> None:
+    def __call__(
+        self,
+        request: Request,
+        bearer: HTTPAuthorizationCredentials | None = Security(_bearer),
+        header: str | None = Security(_header),
+    ) -> None:
         given = header if header is not None else (bearer.credentials if bearer is not None else None)
         if given is None:
             raise _unauthorized("this route needs an API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
@@ -57,8 +61,12 @@ class RateLimit:
         if not self._limiter.hit(self.limit, who):
             reset = self._limiter.get_window_stats(self.limit, who).reset_time
             retry = max(1, math.ceil(reset - time.time()))
-            raise APIError(429, "rate_limited", f"more than {self.limit} requests; retry in {retry} s",
-                           headers={"Retry-After": str(retry)})
+            raise APIError(
+                429,
+                "rate_limited",
+                f"more than {self.limit} requests; retry in {retry} s",
+                headers={"Retry-After": str(retry)},
+            )
 
 
 def guards(keys: frozenset[str], rate_limit: str | None) -> list:

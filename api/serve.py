@@ -16,20 +16,39 @@ import uvicorn
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m api.serve", description="Serve the handwritten line recognizer.",
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m api.serve",
+        description="Serve the handwritten line recognizer.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
     parser.add_argument("--port", type=int, default=8000, help="TCP port")
     parser.add_argument("--workers", type=int, default=1, help="server processes, each with its own copy of the model")
-    parser.add_argument("--graceful-timeout", type=float, default=10.0,
-                        help="seconds to finish in-flight requests after SIGTERM before they are cancelled")
-    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
-                        help="uvicorn's log level")
+    parser.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=10.0,
+        help="seconds to finish in-flight requests after SIGTERM before they are cancelled",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
-    uvicorn.run("api.app:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
-                access_log=False, server_header=False, timeout_graceful_shutdown=args.graceful_timeout)
+    uvicorn.run(
+        "api.app:app",
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=args.log_level,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=args.graceful_timeout,
+    )
     return 0
 
 

@@ -74,12 +74,16 @@ def load_serving(settings: Settings) -> Serving:
         source = "TEXT_RECOGNIZER_CHECKPOINT" if settings.checkpoint is not None else "the bundled default model"
         raise StartupError(f"cannot load the model ({source}): {error}") from None
     except Exception as error:  # e.g. an unavailable device
-        raise StartupError(f"cannot load the model from {settings.checkpoint}: {type(error).__name__}: {error}") from None
+        raise StartupError(
+            f"cannot load the model from {settings.checkpoint}: {type(error).__name__}: {error}"
+        ) from None
     provenance = checkpoint_provenance(recognizer)
     warm = torch.zeros(1, recognizer.height, recognizer.height * 4)
     recognizer.predict_tensors([warm])  # first call allocates; keep that off the first request
     return Serving(
-        settings=settings, recognizer=recognizer, provenance=provenance,
+        settings=settings,
+        recognizer=recognizer,
+        provenance=provenance,
         executor=ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="inference"),
         semaphore=asyncio.Semaphore(settings.workers),
     )
@@ -115,9 +119,15 @@ class ModelState:
                 stream.flush()
             os._exit(STARTUP_FAILURE)
         s = self.serving.settings
-        logger.info("serving %s on %s (%d workers x %d torch threads), ready after %.1f s (pid %d)",
-                    self.serving.provenance.version, s.device, s.workers, s.torch_threads,
-                    time.monotonic() - self.started, os.getpid())
+        logger.info(
+            "serving %s on %s (%d workers x %d torch threads), ready after %.1f s (pid %d)",
+            self.serving.provenance.version,
+            s.device,
+            s.workers,
+            s.torch_threads,
+            time.monotonic() - self.started,
+            os.getpid(),
+        )
 
     def close(self) -> None:
         if self.serving is not None:
@@ -128,8 +138,12 @@ def get_serving(request: Request) -> Serving:
     """Dependency: the loaded model, or 503 ``model_not_ready`` while it is still loading."""
     state: ModelState = request.app.state.model
     if state.serving is None:
-        raise APIError(503, "model_not_ready", "the model is still loading; retry shortly (see /health/ready)",
-                       headers={"Retry-After": "1"})
+        raise APIError(
+            503,
+            "model_not_ready",
+            "the model is still loading; retry shortly (see /health/ready)",
+            headers={"Retry-After": "1"},
+        )
     return state.serving
 
 
@@ -137,8 +151,12 @@ async def run_job(request: Request, serving: Serving, inputs: list[ImageInput]) 
     """Queue for a pool slot (503 ``overloaded`` past ``max_queue``), then recognise in a thread."""
     metrics = request.app.state.metrics
     if serving.waiting >= serving.settings.max_queue:
-        raise APIError(503, "overloaded", f"{serving.waiting} requests are already waiting for the model; retry later",
-                       headers={"Retry-After": "1"})
+        raise APIError(
+            503,
+            "overloaded",
+            f"{serving.waiting} requests are already waiting for the model; retry later",
+            headers={"Retry-After": "1"},
+        )
     queued = time.perf_counter()
     serving.waiting += 1
     metrics.queue.inc()
@@ -155,10 +173,15 @@ async def run_job(request: Request, serving: Serving, inputs: list[ImageInput]) 
     metrics.inference.observe(result["inference_s"])
     metrics.preprocess.observe(result["preprocess_s"])
     metrics.images.inc(sum(item["prediction"] is not None for item in result["items"]))
-    request.state.image_sizes = [(p["image_width"], p["image_height"]) for p in
-                                 (item["prediction"] for item in result["items"]) if p is not None]
-    return {**result, "queue_ms": ms(queue_s), "inference_ms": ms(result["inference_s"]),
-            "preprocess_ms": ms(result["preprocess_s"])}
+    request.state.image_sizes = [
+        (p["image_width"], p["image_height"]) for p in (item["prediction"] for item in result["items"]) if p is not None
+    ]
+    return {
+        **result,
+        "queue_ms": ms(queue_s),
+        "inference_ms": ms(result["inference_s"]),
+        "preprocess_ms": ms(result["preprocess_s"]),
+    }
 
 
 def recognise(serving: Serving, inputs: list[ImageInput]) -> dict:
@@ -180,8 +203,16 @@ def recognise(serving: Serving, inputs: list[ImageInput]) -> dict:
     lines = recognizer.predict_tensors(tensors) if tensors else []
     t2 = time.perf_counter()
     predictions = {index: _line(line, size) for index, line, size in zip(good, lines, sizes)}
-    items = [{"index": item.index, "filename": item.filename, "id": item.id, "prediction": predictions.get(item.index),
-              "error": item.error.as_item() if item.error is not None else None} for item in inputs]
+    items = [
+        {
+            "index": item.index,
+            "filename": item.filename,
+            "id": item.id,
+            "prediction": predictions.get(item.index),
+            "error": item.error.as_item() if item.error is not None else None,
+        }
+        for item in inputs
+    ]
     return {"items": items, "preprocess_s": t1 - t0, "inference_s": t2 - t1}
 
 
@@ -191,21 +222,32 @@ def _prepare(serving: Serving, item: ImageInput) -> tuple[torch.Tensor, tuple[in
     try:
         width, height = upright_size(image)
         if round(width * recognizer.height / height) > s.max_side:
-            raise APIError(413, "image_too_large", f"{item.what}: {width}x{height} is too wide for its height: resized "
-                           f"to {recognizer.height} px high it would be wider than {s.max_side} pixels")
+            raise APIError(
+                413,
+                "image_too_large",
+                f"{item.what}: {width}x{height} is too wide for its height: resized "
+                f"to {recognizer.height} px high it would be wider than {s.max_side} pixels",
+            )
         try:
             return recognizer.preprocess(image), (width, height)
         except Exception as error:  # exotic modes, broken EXIF, ...
-            raise APIError(400, "unprocessable_image", f"{item.what}: cannot process this {image.format} image "
-                           f"(mode {image.mode}): {error}") from None
+            raise APIError(
+                400,
+                "unprocessable_image",
+                f"{item.what}: cannot process this {image.format} image (mode {image.mode}): {error}",
+            ) from None
     finally:
         image.close()
 
 
 def _line(line, size: tuple[int, int]) -> dict:
     """A decoded line as the API returns it; ``words`` when the decoder gives per-word confidences."""
-    result = {"text": line.text, "confidence": min(1.0, max(0.0, float(line.confidence))),
-              "image_width": size[0], "image_height": size[1]}
+    result = {
+        "text": line.text,
+        "confidence": min(1.0, max(0.0, float(line.confidence))),
+        "image_width": size[0],
+        "image_height": size[1],
+    }
     words = getattr(line, "words", None)
     if words is not None:
         result["words"] = [asdict(w) if is_dataclass(w) else dict(w) for w in words]

@@ -28,8 +28,16 @@ from pathlib import Path
 from limits import parse as parse_rate_limit
 
 PREFIX = "TEXT_RECOGNIZER_"
-_POSITIVE = ("max_body_bytes", "max_pixels", "max_side", "max_batch", "batch_size", "workers", "torch_threads",
-             "max_queue")
+_POSITIVE = (
+    "max_body_bytes",
+    "max_pixels",
+    "max_side",
+    "max_batch",
+    "batch_size",
+    "workers",
+    "torch_threads",
+    "max_queue",
+)
 
 
 def available_cpus() -> int:
@@ -73,8 +81,9 @@ class Settings:
             try:
                 parse_rate_limit(self.rate_limit)
             except ValueError:
-                raise ValueError(f"{PREFIX}RATE_LIMIT must look like '60/minute' or '10 per second', "
-                                 f"got {self.rate_limit!r}") from None
+                raise ValueError(
+                    f"{PREFIX}RATE_LIMIT must look like '60/minute' or '10 per second', got {self.rate_limit!r}"
+                ) from None
 
     def load_api_keys(self) -> frozenset[str]:
         """The configured keys (empty: access control off); a missing or empty key file is an error."""

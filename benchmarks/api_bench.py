@@ -59,9 +59,16 @@ from text_recognizer.data.synthetic import render_line  # noqa: E402
 from text_recognizer.models import ModelConfig, build_model  # noqa: E402
 from text_recognizer.recognizer import LineRecognizer  # noqa: E402
 
-TEXTS = ["the quick brown fox jumps over", "a move to stop Mr. Gaitskell from", "nominating any more Labour life Peers",
-         "is to be made at a meeting of", "Labour MPs tomorrow. Mr. Michael Foot", "has put down a resolution on the subject",
-         "and he is to be backed by Mr. Will", "Griffiths, MP for Manchester Exchange."]
+TEXTS = [
+    "the quick brown fox jumps over",
+    "a move to stop Mr. Gaitskell from",
+    "nominating any more Labour life Peers",
+    "is to be made at a meeting of",
+    "Labour MPs tomorrow. Mr. Michael Foot",
+    "has put down a resolution on the subject",
+    "and he is to be backed by Mr. Will",
+    "Griffiths, MP for Manchester Exchange.",
+]
 
 
 def untrained_checkpoint(height: int, directory: Path) -> Path:
@@ -69,8 +76,16 @@ def untrained_checkpoint(height: int, directory: Path) -> Path:
     config = ModelConfig(height=height, num_classes=codec.num_classes)
     torch.manual_seed(0)
     model = build_model(config)
-    return save_checkpoint({"model_config": config.to_dict(), "codec": codec.to_dict(), "loss": "ctc", "model_state": model.state_dict(),
-                            "metadata": {"data": "untrained (benchmark)", "val_cer": None, "epoch": 0, "step": 0}}, directory / "bench.pt")
+    return save_checkpoint(
+        {
+            "model_config": config.to_dict(),
+            "codec": codec.to_dict(),
+            "loss": "ctc",
+            "model_state": model.state_dict(),
+            "metadata": {"data": "untrained (benchmark)", "val_cer": None, "epoch": 0, "step": 0},
+        },
+        directory / "bench.pt",
+    )
 
 
 def png_lines(height: int) -> list[bytes]:
@@ -95,8 +110,7 @@ def run(url: str, images: list[bytes], mode: str, concurrency: int, requests: in
                     files = {"file": ("line.png", images[i % len(images)], "image/png")}
                     path = "/v1/predict"
                 else:
-                    files = [("files", (f"{k}.png", images[(i + k) % len(images)], "image/png"))
-                             for k in range(batch)]
+                    files = [("files", (f"{k}.png", images[(i + k) % len(images)], "image/png")) for k in range(batch)]
                     path = "/v1/predict/batch"
                 start = time.perf_counter()
                 r = http.post(path, files=files)
@@ -104,8 +118,15 @@ def run(url: str, images: list[bytes], mode: str, concurrency: int, requests: in
                 if r.status_code != 200:
                     raise RuntimeError(f"{path}: {r.status_code} {r.text[:200]}")
                 body = r.json()
-                rows.append({"latency": latency, "model": body["inference_ms"], "prep": body["preprocess_ms"], "queue": body["queue_ms"],
-                             "server": body["elapsed_ms"]})
+                rows.append(
+                    {
+                        "latency": latency,
+                        "model": body["inference_ms"],
+                        "prep": body["preprocess_ms"],
+                        "queue": body["queue_ms"],
+                        "server": body["elapsed_ms"],
+                    }
+                )
         return rows
 
     start = time.perf_counter()
@@ -117,11 +138,18 @@ def run(url: str, images: list[bytes], mode: str, concurrency: int, requests: in
     model = [r["model"] for r in rows]
     lines = len(rows) * (1 if mode == "single" else batch)
     return {
-        "mode": mode, "concurrency": concurrency, "requests": len(rows),
-        "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95), "p99_ms": percentile(lat, 99),
-        "req_per_s": len(rows) / wall, "lines_per_s": lines / wall,
-        "model_ms": statistics.median(model), "prep_ms": statistics.median(r["prep"] for r in rows),
-        "queue_ms": statistics.median(r["queue"] for r in rows), "http_ms": statistics.median(http),
+        "mode": mode,
+        "concurrency": concurrency,
+        "requests": len(rows),
+        "p50_ms": percentile(lat, 50),
+        "p95_ms": percentile(lat, 95),
+        "p99_ms": percentile(lat, 99),
+        "req_per_s": len(rows) / wall,
+        "lines_per_s": lines / wall,
+        "model_ms": statistics.median(model),
+        "prep_ms": statistics.median(r["prep"] for r in rows),
+        "queue_ms": statistics.median(r["queue"] for r in rows),
+        "http_ms": statistics.median(http),
         "http_over_model": statistics.median(http) / max(statistics.median(model), 1e-9),
     }
 
@@ -181,12 +209,15 @@ def in_process_model_ms(checkpoint: Path, image: bytes, threads: int, repeats: i
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--checkpoint", type=Path, default=None,
-                        help="checkpoint to serve (default: an untrained default-size model)")
-    parser.add_argument("--height", type=int, default=64,
-                        help="line image height in pixels (and model height without --checkpoint)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path, default=None, help="checkpoint to serve (default: an untrained default-size model)"
+    )
+    parser.add_argument(
+        "--height", type=int, default=64, help="line image height in pixels (and model height without --checkpoint)"
+    )
     parser.add_argument("--processes", type=int, nargs="+", default=[1], help="server worker processes to compare")
     parser.add_argument("--modes", nargs="+", default=["single", "batch"], choices=["single", "batch"])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16], help="client concurrency levels")
@@ -204,11 +235,16 @@ def main(argv=None) -> int:
         checkpoint = args.checkpoint or untrained_checkpoint(args.height, Path(tmp))
         images = png_lines(args.height)
         for processes in args.processes:
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "TEXT_RECOGNIZER_CHECKPOINT": str(checkpoint),
-                   "TEXT_RECOGNIZER_MAX_BATCH": str(max(32, args.batch)),
-                   "TEXT_RECOGNIZER_WORKERS": str(max(1, cpus // processes))}
-            server = Server(env, command=[sys.executable, "-m", "api.serve", "--workers", str(processes),
-                                          "--log-level", "warning"])
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(ROOT),
+                "TEXT_RECOGNIZER_CHECKPOINT": str(checkpoint),
+                "TEXT_RECOGNIZER_MAX_BATCH": str(max(32, args.batch)),
+                "TEXT_RECOGNIZER_WORKERS": str(max(1, cpus // processes)),
+            }
+            server = Server(
+                env, command=[sys.executable, "-m", "api.serve", "--workers", str(processes), "--log-level", "warning"]
+            )
             try:
                 server.wait_healthy(timeout=120)
                 wait_all_loaded(server, processes)
@@ -229,46 +265,74 @@ def main(argv=None) -> int:
                     load(server.url, images, max(0, args.soak - served), concurrency=16)
                     for pid, first in at_500.items():
                         last = memory_mib(pid)
-                        memory.append({"processes": processes, "pid": pid, "requests": max(args.soak, served),
-                                       "rss_500": first["rss"], "rss_end": last["rss"], "pss_500": first["pss"],
-                                       "pss_end": last["pss"], "growth": last["rss"] / first["rss"] - 1})
+                        memory.append(
+                            {
+                                "processes": processes,
+                                "pid": pid,
+                                "requests": max(args.soak, served),
+                                "rss_500": first["rss"],
+                                "rss_end": last["rss"],
+                                "pss_500": first["pss"],
+                                "pss_end": last["pss"],
+                                "growth": last["rss"] / first["rss"] - 1,
+                            }
+                        )
             finally:
                 server.stop()
         baseline = in_process_model_ms(checkpoint, images[0], health["torch_threads"])
 
     widths = [Image.open(io.BytesIO(b)).size for b in images]
-    print(f"# API benchmark: {platform.processor() or platform.machine()}, {cpus} CPUs, torch {torch.__version__}, "
-          f"model {health['model_version']}; with P processes each runs {cpus} // P inference thread(s)")
-    print(f"# lines {args.height} px high, {min(w for w, _ in widths)}-{max(w for w, _ in widths)} px wide; "
-          f"batch = {args.batch} lines; in-process model time for one line: {baseline:.2f} ms\n")
-    print("| procs | mode | conc | reqs | p50 ms | p95 ms | p99 ms | req/s | lines/s | model ms | prep ms | queue ms "
-          "| http ms | http/model |")
+    print(
+        f"# API benchmark: {platform.processor() or platform.machine()}, {cpus} CPUs, torch {torch.__version__}, "
+        f"model {health['model_version']}; with P processes each runs {cpus} // P inference thread(s)"
+    )
+    print(
+        f"# lines {args.height} px high, {min(w for w, _ in widths)}-{max(w for w, _ in widths)} px wide; "
+        f"batch = {args.batch} lines; in-process model time for one line: {baseline:.2f} ms\n"
+    )
+    print(
+        "| procs | mode | conc | reqs | p50 ms | p95 ms | p99 ms | req/s | lines/s | model ms | prep ms | queue ms "
+        "| http ms | http/model |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['processes']} | {r['mode']} | {r['concurrency']} | {r['requests']} | {r['p50_ms']:.1f} | "
-              f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {r['req_per_s']:.1f} | {r['lines_per_s']:.1f} | "
-              f"{r['model_ms']:.2f} | {r['prep_ms']:.2f} | {r['queue_ms']:.2f} | {r['http_ms']:.2f} | "
-              f"{r['http_over_model']:.2f} |")
+        print(
+            f"| {r['processes']} | {r['mode']} | {r['concurrency']} | {r['requests']} | {r['p50_ms']:.1f} | "
+            f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {r['req_per_s']:.1f} | {r['lines_per_s']:.1f} | "
+            f"{r['model_ms']:.2f} | {r['prep_ms']:.2f} | {r['queue_ms']:.2f} | {r['http_ms']:.2f} | "
+            f"{r['http_over_model']:.2f} |"
+        )
     if memory:
-        print("\n| procs | worker pid | requests served | RSS at 500 MiB | RSS at end MiB | RSS growth | "
-              "PSS at 500 MiB | PSS at end MiB |")
+        print(
+            "\n| procs | worker pid | requests served | RSS at 500 MiB | RSS at end MiB | RSS growth | "
+            "PSS at 500 MiB | PSS at end MiB |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for m in memory:
-            print(f"| {m['processes']} | {m['pid']} | {m['requests']} | {m['rss_500']:.1f} | {m['rss_end']:.1f} | "
-                  f"{100 * m['growth']:+.1f}% | {m['pss_500']:.1f} | {m['pss_end']:.1f} |")
+            print(
+                f"| {m['processes']} | {m['pid']} | {m['requests']} | {m['rss_500']:.1f} | {m['rss_end']:.1f} | "
+                f"{100 * m['growth']:+.1f}% | {m['pss_500']:.1f} | {m['pss_end']:.1f} |"
+            )
         worst = max(abs(m["growth"]) for m in memory)
-        print(f"\nlargest RSS change between request 500 and the end: {100 * worst:.1f}% "
-              f"({'within' if worst <= 0.10 else 'OUTSIDE'} the 10% bound)")
+        print(
+            f"\nlargest RSS change between request 500 and the end: {100 * worst:.1f}% "
+            f"({'within' if worst <= 0.10 else 'OUTSIDE'} the 10% bound)"
+        )
     single = [r for r in results if r["mode"] == "single" and r["concurrency"] == min(args.concurrency)]
     if single:
         target = single[0]
         verdict = "meets" if target["http_over_model"] < 0.2 else "MISSES"
-        print(f"\nsingle line, concurrency {target['concurrency']}: HTTP overhead {target['http_ms']:.2f} ms = "
-              f"{100 * target['http_over_model']:.0f}% of model time {target['model_ms']:.2f} ms ({verdict} the < 20% "
-              "target)")
+        print(
+            f"\nsingle line, concurrency {target['concurrency']}: HTTP overhead {target['http_ms']:.2f} ms = "
+            f"{100 * target['http_over_model']:.0f}% of model time {target['model_ms']:.2f} ms ({verdict} the < 20% "
+            "target)"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"health": health, "in_process_model_ms": baseline, "results": results,
-                                         "memory": memory}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {"health": health, "in_process_model_ms": baseline, "results": results, "memory": memory}, indent=2
+            )
+        )
     return 0
 
 

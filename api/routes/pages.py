@@ -13,7 +13,7 @@ SWAGGER = "/static/swagger"
 
 _PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; "
-                               "connect-src 'self'",
+    "connect-src 'self'",
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-cache",
 }
@@ -30,8 +30,11 @@ async def index() -> FileResponse:
 async def swagger_ui(request: Request) -> HTMLResponse:
     app = request.app
     return get_swagger_ui_html(
-        openapi_url=app.openapi_url, title=f"{app.title} - API docs", swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
-        swagger_css_url=f"{SWAGGER}/swagger-ui.css", swagger_favicon_url=f"{SWAGGER}/favicon-32x32.png",
+        openapi_url=app.openapi_url,
+        title=f"{app.title} - API docs",
+        swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
+        swagger_css_url=f"{SWAGGER}/swagger-ui.css",
+        swagger_favicon_url=f"{SWAGGER}/favicon-32x32.png",
     )
 
 

@@ -111,8 +111,16 @@ def test_openapi_schema(client):
     json_body = batch["requestBody"]["content"]["application/json"]["schema"]
     assert "$ref" not in str(json_body) and json_body["examples"][0]["images"][1]["id"] == "page3-line7"
     components = schema["components"]["schemas"]
-    for name in ("Prediction", "BatchPrediction", "BatchItem", "ItemError", "ModelInfo", "Health", "Readiness",
-                 "ErrorResponse"):
+    for name in (
+        "Prediction",
+        "BatchPrediction",
+        "BatchItem",
+        "ItemError",
+        "ModelInfo",
+        "Health",
+        "Readiness",
+        "ErrorResponse",
+    ):
         assert name in components
     required = set(components["Prediction"]["required"])
     assert {"text", "confidence", "model_version", "image_width", "image_height", "elapsed_ms"} <= required

@@ -47,8 +47,14 @@ def test_a_batch_of_only_bad_images_is_still_200(client):
 
 def test_json_ids_are_echoed_and_plain_strings_mixed_in(client, lines):
     encoded = base64.b64encode(lines[0][0].read_bytes()).decode()
-    body = {"images": [{"id": "page1-line1", "image": encoded}, encoded,
-                       {"id": "bad-one", "image": "%%% not base64"}, {"id": "url", "image": "https://example.org/x.png"}]}
+    body = {
+        "images": [
+            {"id": "page1-line1", "image": encoded},
+            encoded,
+            {"id": "bad-one", "image": "%%% not base64"},
+            {"id": "url", "image": "https://example.org/x.png"},
+        ]
+    }
     response = client.post("/v1/predict/batch", json=body)
     assert response.status_code == 200, response.text
     results = response.json()["results"]
@@ -60,8 +66,11 @@ def test_json_ids_are_echoed_and_plain_strings_mixed_in(client, lines):
 
 
 def test_text_value_instead_of_file_is_an_item_error(client, lines):
-    response = client.post("/v1/predict/batch", data={"files": "hello"},
-                           files=[("files", ("a.png", lines[1][0].read_bytes(), "image/png"))])
+    response = client.post(
+        "/v1/predict/batch",
+        data={"files": "hello"},
+        files=[("files", ("a.png", lines[1][0].read_bytes(), "image/png"))],
+    )
     assert response.status_code == 200, response.text
     codes = sorted((r["error"] or {}).get("code", "ok") for r in response.json()["results"])
     assert codes == ["not_a_file", "ok"]

@@ -22,23 +22,35 @@ CHROMIUM = os.environ.get("TEXT_RECOGNIZER_CHROMIUM", "/usr/bin/chromium")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                       reason=f"no system browser at {CHROMIUM}: `apt-get install -y chromium` (Debian) to run them"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"no system browser at {CHROMIUM}: `apt-get install -y chromium` (Debian) to run them",
+    ),
 ]
 
-playwright_api = pytest.importorskip("playwright.sync_api",
-                                     reason="pip install playwright (the Python package only; it drives the system chromium)")
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="pip install playwright (the Python package only; it drives the system chromium)"
+)
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 
 
 @pytest.fixture(scope="module")
 def page(server, tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")
     with playwright_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS,
-                                                       viewport={"width": 1100, "height": 900})
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1100, "height": 900}
+        )
         try:
             tab = context.new_page()
             errors: list[str] = []
@@ -146,10 +158,17 @@ def test_low_confidence_words_are_highlighted(page, server, lines):
     request is answered with the server's real answer for the same image, ``words`` added (the greedy
     decoder has none; the browser cannot replay a file upload, so the test posts the image itself)."""
     path, text = lines[0]  # "hello world"
-    real = httpx.post(server.url + "/v1/predict", files={"file": (path.name, path.read_bytes(), "image/png")}, timeout=30)
+    real = httpx.post(
+        server.url + "/v1/predict", files={"file": (path.name, path.read_bytes(), "image/png")}, timeout=30
+    )
     assert real.status_code == 200 and real.json()["text"] == text
-    body = {**real.json(), "words": [{"text": "hello", "confidence": 0.93, "start": 0, "end": 20},
-                                     {"text": "world", "confidence": 0.31, "start": 24, "end": 44}]}
+    body = {
+        **real.json(),
+        "words": [
+            {"text": "hello", "confidence": 0.93, "start": 0, "end": 20},
+            {"text": "world", "confidence": 0.31, "start": 24, "end": 44},
+        ],
+    }
 
     def add_words(route):
         route.fulfill(status=200, content_type="application/json", body=json.dumps(body))

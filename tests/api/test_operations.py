@@ -29,15 +29,23 @@ def _access_lines(server: Server) -> list[dict]:
 
 def test_request_id_is_echoed_generated_and_logged(server, lines):
     data = lines[3][0].read_bytes()
-    mine = httpx.post(server.url + "/v1/predict", files={"file": ("l.png", data, "image/png")},
-                      headers={"X-Request-ID": "client-42.a"}, timeout=30)
+    mine = httpx.post(
+        server.url + "/v1/predict",
+        files={"file": ("l.png", data, "image/png")},
+        headers={"X-Request-ID": "client-42.a"},
+        timeout=30,
+    )
     assert mine.status_code == 200 and mine.headers["x-request-id"] == "client-42.a"
     made = httpx.get(server.url + "/health", timeout=10).headers["x-request-id"]
     assert len(made) == 32 and int(made, 16) >= 0
     odd = httpx.get(server.url + "/health", headers={"X-Request-ID": "has spaces " + "x" * 200}, timeout=10)
     assert " " not in odd.headers["x-request-id"] and len(odd.headers["x-request-id"]) == 32
-    bad = httpx.post(server.url + "/v1/predict", content=b"nope", headers={"content-type": "image/png",
-                                                                          "X-Request-ID": "bad-1"}, timeout=10)
+    bad = httpx.post(
+        server.url + "/v1/predict",
+        content=b"nope",
+        headers={"content-type": "image/png", "X-Request-ID": "bad-1"},
+        timeout=10,
+    )
     assert bad.status_code == 400 and bad.headers["x-request-id"] == "bad-1"
     time.sleep(0.2)
     records = {r["request_id"]: r for r in _access_lines(server)}
@@ -60,8 +68,13 @@ def test_access_log_never_holds_image_bytes(server, lines):
 @pytest.fixture
 def gated(tiny_checkpoint, tmp_path):
     gate = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **SERVER_ENV, "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
-           "TEXT_RECOGNIZER_TEST_LOAD_GATE": str(gate)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        **SERVER_ENV,
+        "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
+        "TEXT_RECOGNIZER_TEST_LOAD_GATE": str(gate),
+    }
     srv = Server(env, command=[sys.executable, "-m", "uvicorn", "tests.api.gated_app:app", "--log-level", "warning"])
     try:
         yield srv, gate
@@ -92,10 +105,14 @@ def test_sigterm_during_a_request_still_answers_it(tiny_checkpoint, lines):
     try:
         srv.wait_healthy()
         path, text = lines[6]
-        body = (b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"l.png\"\r\n"
-                b"Content-Type: image/png\r\n\r\n" + path.read_bytes() + b"\r\n--B--\r\n")
-        head = (f"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        body = (
+            b'--B\r\nContent-Disposition: form-data; name="file"; filename="l.png"\r\n'
+            b"Content-Type: image/png\r\n\r\n" + path.read_bytes() + b"\r\n--B--\r\n"
+        )
+        head = (
+            f"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
         with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
             sock.sendall(head + body[: len(body) // 2])
             time.sleep(0.3)
@@ -104,7 +121,7 @@ def test_sigterm_during_a_request_still_answers_it(tiny_checkpoint, lines):
             assert srv.process.poll() is None, "the server quit with a request in flight"
             with pytest.raises(httpx.TransportError):  # no new connections once shutting down
                 httpx.get(srv.url + "/health", timeout=2)
-            sock.sendall(body[len(body) // 2:])
+            sock.sendall(body[len(body) // 2 :])
             answer = b""
             while not answer.endswith(b"}"):
                 part = sock.recv(65536)
@@ -142,8 +159,14 @@ def _rss_mib(pid: int) -> float:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find the worker processes")
 def test_two_worker_processes_each_load_the_model_once(tiny_checkpoint, lines):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **SERVER_ENV, "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
-           "TEXT_RECOGNIZER_WORKERS": "1", "TEXT_RECOGNIZER_TORCH_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        **SERVER_ENV,
+        "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
+        "TEXT_RECOGNIZER_WORKERS": "1",
+        "TEXT_RECOGNIZER_TORCH_THREADS": "1",
+    }
     srv = Server(env, command=[sys.executable, "-m", "api.serve", "--workers", "2", "--log-level", "warning"])
     try:
         deadline = time.monotonic() + 120
@@ -172,5 +195,8 @@ def test_two_worker_processes_each_load_the_model_once(tiny_checkpoint, lines):
 
 def _loaded(srv: Server) -> list[int]:
     """Worker pids from the 'serving ... (pid N)' line each logs once its model is loaded."""
-    return [int(line.rsplit("(pid ", 1)[1].rstrip(")")) for line in srv.log().splitlines()
-            if "text_recognizer.api: serving " in line]
+    return [
+        int(line.rsplit("(pid ", 1)[1].rstrip(")"))
+        for line in srv.log().splitlines()
+        if "text_recognizer.api: serving " in line
+    ]

@@ -29,7 +29,9 @@ def test_card_only_applies_to_the_file_it_names(tmp_path, tiny_checkpoint):
     p = read_provenance(copy, {"licence": "CC-BY-4.0", "data": ["a", "b"]}, None)
     assert p.model_card is None and p.licence == "CC-BY-4.0" and p.training_data == "a, b"
     assert p.version == f"best-{p.sha256[:12]}"
-    (tmp_path / "MODEL_CARD.md").write_text("# Model `best.pt`\n\n| Training data | my lines |\n\nLicence: **MIT**,\nfree.\n")
+    (tmp_path / "MODEL_CARD.md").write_text(
+        "# Model `best.pt`\n\n| Training data | my lines |\n\nLicence: **MIT**,\nfree.\n"
+    )
     p = read_provenance(copy, {"version": "v7"}, None)
     assert (p.version, p.licence, p.training_data, p.model_card) == ("v7", "MIT, free.", "my lines", "MODEL_CARD.md")
 

@@ -16,10 +16,16 @@ from tests.api.conftest import SERVER_ENV, Server
 def locked(tiny_checkpoint, tmp_path_factory):
     keys = tmp_path_factory.mktemp("keys") / "api_keys.txt"
     keys.write_text("# one key per line\nkey-alpha\n\nkey-bravo\n")
-    srv = Server({**SERVER_ENV, "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
-                  "TEXT_RECOGNIZER_API_KEYS_FILE": str(keys), "TEXT_RECOGNIZER_API_KEYS": "key-charlie",
-                  "TEXT_RECOGNIZER_RATE_LIMIT": "3 per 2 seconds",
-                  "TEXT_RECOGNIZER_CORS_ORIGINS": "https://app.example"})
+    srv = Server(
+        {
+            **SERVER_ENV,
+            "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
+            "TEXT_RECOGNIZER_API_KEYS_FILE": str(keys),
+            "TEXT_RECOGNIZER_API_KEYS": "key-charlie",
+            "TEXT_RECOGNIZER_RATE_LIMIT": "3 per 2 seconds",
+            "TEXT_RECOGNIZER_CORS_ORIGINS": "https://app.example",
+        }
+    )
     try:
         srv.wait_healthy()
         yield srv
@@ -31,14 +37,17 @@ def _post(url: str, line: bytes, headers: dict | None = None) -> httpx.Response:
     return httpx.post(url + "/v1/predict", files={"file": ("l.png", line, "image/png")}, headers=headers, timeout=30)
 
 
-@pytest.mark.parametrize("headers, status", [
-    ({}, 401),
-    ({"X-API-Key": "wrong"}, 401),
-    ({"Authorization": "Bearer wrong"}, 401),
-    ({"Authorization": "Basic a2V5LWFscGhhOg=="}, 401),
-    ({"X-API-Key": "key-alpha"}, 200),
-    ({"Authorization": "Bearer key-alpha"}, 200),
-])
+@pytest.mark.parametrize(
+    "headers, status",
+    [
+        ({}, 401),
+        ({"X-API-Key": "wrong"}, 401),
+        ({"Authorization": "Bearer wrong"}, 401),
+        ({"Authorization": "Basic a2V5LWFscGhhOg=="}, 401),
+        ({"X-API-Key": "key-alpha"}, 200),
+        ({"Authorization": "Bearer key-alpha"}, 200),
+    ],
+)
 def test_key_matrix(locked, lines, headers, status):
     response = _post(locked.url, lines[0][0].read_bytes(), headers)
     assert response.status_code == status, response.text
@@ -85,7 +94,9 @@ def test_cors_allows_only_the_configured_origin(locked, server):
     preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-api-key"}
     ok = httpx.options(locked.url + "/v1/predict", headers={"Origin": "https://app.example", **preflight}, timeout=10)
     assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == "https://app.example"
-    other = httpx.options(locked.url + "/v1/predict", headers={"Origin": "https://evil.example", **preflight}, timeout=10)
+    other = httpx.options(
+        locked.url + "/v1/predict", headers={"Origin": "https://evil.example", **preflight}, timeout=10
+    )
     assert "access-control-allow-origin" not in other.headers
     default = httpx.get(server.url + "/health", headers={"Origin": "https://app.example"}, timeout=10)
     assert "access-control-allow-origin" not in default.headers  # no origins by default
@@ -96,8 +107,13 @@ def test_open_server_needs_no_key(server, lines):
 
 
 def test_unreadable_key_file_stops_startup(tiny_checkpoint, tmp_path):
-    srv = Server({**SERVER_ENV, "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
-                  "TEXT_RECOGNIZER_API_KEYS_FILE": str(tmp_path / "missing.txt")})
+    srv = Server(
+        {
+            **SERVER_ENV,
+            "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
+            "TEXT_RECOGNIZER_API_KEYS_FILE": str(tmp_path / "missing.txt"),
+        }
+    )
     try:
         assert srv.process.wait(timeout=60) != 0
         log = srv.log()
