@@ -1,10 +1,11 @@
-"""The loaded model and the inference pool, and the dependency that hands them to the routes.
+"""The loaded model and its inference pool, and the dependency that hands them to the routes.
 
 The model is loaded in the background once the server is up, so that liveness (``/health``)
 answers at once while readiness (``/health/ready``) stays false until the model is loaded and
 warmed; prediction routes answer 503 ``model_not_ready`` until then. Image decoding, the stem and
 the model run in a small thread pool (``workers`` threads, torch limited to ``torch_threads``)
-so the event loop stays free and concurrent requests never oversubscribe the CPU.
+so the event loop stays free and concurrent requests never oversubscribe the CPU
+(``api/inference.py`` runs the jobs).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 
 import torch
 from fastapi import Request
 
 from api.errors import APIError
-from api.imaging import decode_image, set_pillow_limits, upright_size
+from api.imaging import set_pillow_limits
 from api.logs import service_logger
 from api.provenance import Provenance, read_provenance
 from api.settings import Settings
@@ -145,114 +146,3 @@ def get_serving(request: Request) -> Serving:
             headers={"Retry-After": "1"},
         )
     return state.serving
-
-
-async def run_job(request: Request, serving: Serving, inputs: list[ImageInput]) -> dict:
-    """Queue for a pool slot (503 ``overloaded`` past ``max_queue``), then recognise in a thread."""
-    metrics = request.app.state.metrics
-    if serving.waiting >= serving.settings.max_queue:
-        raise APIError(
-            503,
-            "overloaded",
-            f"{serving.waiting} requests are already waiting for the model; retry later",
-            headers={"Retry-After": "1"},
-        )
-    queued = time.perf_counter()
-    serving.waiting += 1
-    metrics.queue.inc()
-    try:
-        await serving.semaphore.acquire()
-    finally:
-        serving.waiting -= 1
-        metrics.queue.dec()
-    try:
-        queue_s = time.perf_counter() - queued
-        result = await asyncio.get_running_loop().run_in_executor(serving.executor, recognise, serving, inputs)
-    finally:
-        serving.semaphore.release()
-    metrics.inference.observe(result["inference_s"])
-    metrics.preprocess.observe(result["preprocess_s"])
-    metrics.images.inc(sum(item["prediction"] is not None for item in result["items"]))
-    request.state.image_sizes = [
-        (p["image_width"], p["image_height"]) for p in (item["prediction"] for item in result["items"]) if p is not None
-    ]
-    return {
-        **result,
-        "queue_ms": ms(queue_s),
-        "inference_ms": ms(result["inference_s"]),
-        "preprocess_ms": ms(result["preprocess_s"]),
-    }
-
-
-def recognise(serving: Serving, inputs: list[ImageInput]) -> dict:
-    """Runs in a worker thread: decode each image and run the stem (a bad image fails alone), then
-    one padded forward pass over the good ones. Items come back in input order."""
-    recognizer = serving.recognizer
-    t0 = time.perf_counter()
-    tensors, sizes, good = [], [], []
-    for item in inputs:
-        if item.error is None:
-            try:
-                tensor, size = _prepare(serving, item)
-                tensors.append(tensor)
-                sizes.append(size)
-                good.append(item.index)
-            except APIError as error:
-                item.error = error
-    t1 = time.perf_counter()
-    lines = recognizer.predict_tensors(tensors) if tensors else []
-    t2 = time.perf_counter()
-    predictions = {index: _line(line, size) for index, line, size in zip(good, lines, sizes)}
-    items = [
-        {
-            "index": item.index,
-            "filename": item.filename,
-            "id": item.id,
-            "prediction": predictions.get(item.index),
-            "error": item.error.as_item() if item.error is not None else None,
-        }
-        for item in inputs
-    ]
-    return {"items": items, "preprocess_s": t1 - t0, "inference_s": t2 - t1}
-
-
-def _prepare(serving: Serving, item: ImageInput) -> tuple[torch.Tensor, tuple[int, int]]:
-    s, recognizer = serving.settings, serving.recognizer
-    image = decode_image(item.data or b"", max_pixels=s.max_pixels, max_side=s.max_side, what=item.what)
-    try:
-        width, height = upright_size(image)
-        if round(width * recognizer.height / height) > s.max_side:
-            raise APIError(
-                413,
-                "image_too_large",
-                f"{item.what}: {width}x{height} is too wide for its height: resized "
-                f"to {recognizer.height} px high it would be wider than {s.max_side} pixels",
-            )
-        try:
-            return recognizer.preprocess(image), (width, height)
-        except Exception as error:  # exotic modes, broken EXIF, ...
-            raise APIError(
-                400,
-                "unprocessable_image",
-                f"{item.what}: cannot process this {image.format} image (mode {image.mode}): {error}",
-            ) from None
-    finally:
-        image.close()
-
-
-def _line(line, size: tuple[int, int]) -> dict:
-    """A decoded line as the API returns it; ``words`` when the decoder gives per-word confidences."""
-    result = {
-        "text": line.text,
-        "confidence": min(1.0, max(0.0, float(line.confidence))),
-        "image_width": size[0],
-        "image_height": size[1],
-    }
-    words = getattr(line, "words", None)
-    if words is not None:
-        result["words"] = [asdict(w) if is_dataclass(w) else dict(w) for w in words]
-    return result
-
-
-def ms(seconds: float) -> float:
-    return round(seconds * 1000.0, 3)

@@ -11,6 +11,7 @@ import time
 from fastapi import APIRouter, Depends, Request
 
 from api.imaging import ALLOWED_TEXT
+from api.inference import ms, run_job
 from api.inputs import batch_images, single_image
 from api.middleware import START_KEY
 from api.schemas import (
@@ -22,7 +23,7 @@ from api.schemas import (
     ErrorResponse,
     Prediction,
 )
-from api.serving import Serving, get_serving, ms, run_job
+from api.serving import Serving, get_serving
 
 router = APIRouter(tags=["recognition"])
 
