@@ -29,10 +29,14 @@ class Base64BatchRequest(BaseModel):
 
 
 class Word(BaseModel):
+    """One word of a line with its confidence, as the decoder gives it (extra fields pass through)."""
+
+    model_config = ConfigDict(extra="allow")
+
     text: str
     confidence: float = Field(ge=0.0, le=1.0)
-    start: int | float = Field(description="where the word starts in the line (decoder units: frame or pixel)")
-    end: int | float = Field(description="where the word ends in the line")
+    start: int | float | None = Field(default=None, description="where the word starts in the line (decoder units)")
+    end: int | float | None = Field(default=None, description="where the word ends in the line")
 
 
 class LinePrediction(BaseModel):
