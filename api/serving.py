@@ -91,13 +91,11 @@ def load_serving(settings: Settings) -> Serving:
 
 
 def checkpoint_provenance(recognizer: LineRecognizer) -> Provenance:
-    """Version, licence and data of the loaded checkpoint: the one place that knows where the
-    loader keeps them (today ``recognizer.metadata`` and the payload's ``library_version``)."""
-    try:  # the writer's library version, without a second full load
-        library_version = torch.load(recognizer.path, map_location="cpu", weights_only=True).get("library_version")
-    except Exception:
-        library_version = None
-    return read_provenance(recognizer.path, recognizer.metadata, library_version)
+    """Version, licence and data of the loaded checkpoint, read from its typed bundle
+    (``text_recognizer.checkpoint.Checkpoint``): the one place that knows where they live."""
+    bundle = recognizer.checkpoint
+    metadata = {"version": bundle.provenance.model_version, "licence": bundle.licence, "data": bundle.provenance.data}
+    return read_provenance(recognizer.path, {k: v for k, v in metadata.items() if v}, bundle.versions.get("package"))
 
 
 @dataclass

@@ -5,15 +5,15 @@ from __future__ import annotations
 import shutil
 
 import pytest
-import torch
 
 from api.provenance import read_provenance
+from text_recognizer.checkpoint import load_checkpoint
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 
 
 @pytest.mark.skipif(not DEFAULT_CHECKPOINT.is_file(), reason="no bundled model")
 def test_bundled_model_is_marked_non_commercial():
-    metadata = torch.load(DEFAULT_CHECKPOINT, map_location="cpu", weights_only=True)["metadata"]
+    metadata = load_checkpoint(DEFAULT_CHECKPOINT).metadata
     p = read_provenance(DEFAULT_CHECKPOINT, metadata, "0.1.0")
     assert p.version == metadata["version"] and p.version.startswith("crnn-iam-")
     assert p.model_card == "MODEL_CARD.md"
@@ -50,6 +50,6 @@ def test_model_route_shows_the_bundled_licence():
         wait_ready(client.get)
         info = client.get("/v1/model").json()
         line = client.post("/v1/predict", files={"file": (FIXTURES / "line_00.png").read_bytes()}).json()
-    version = torch.load(DEFAULT_CHECKPOINT, map_location="cpu", weights_only=True)["metadata"]["version"]
+    version = load_checkpoint(DEFAULT_CHECKPOINT).provenance.model_version
     assert info["model_version"] == line["model_version"] == version
     assert "non-commercial" in info["licence"] and info["model_card"] == "MODEL_CARD.md"
