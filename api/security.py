@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import math
 import time
+from typing import Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -36,8 +37,8 @@ class RequireKey:
     def __call__(
         self,
         request: Request,
-        bearer: HTTPAuthorizationCredentials | None = Security(_bearer),
-        header: str | None = Security(_header),
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+        header: Annotated[str | None, Security(_header)],
     ) -> None:
         given = header if header is not None else (bearer.credentials if bearer is not None else None)
         if given is None:

@@ -1,8 +1,9 @@
-"""Run the API server: ``python -m api.serve [--host H] [--port P] [--workers N]``.
+"""``text-recognizer-serve`` (or ``python -m api.serve``): run the API server.
 
-A thin layer over uvicorn with the settings this service wants in production: uvicorn's own access
-log off (the app writes structured JSON lines instead), no ``Server`` header, and a bounded
-graceful shutdown (in-flight requests are finished, for up to ``--graceful-timeout`` seconds).
+A thin command-line layer over uvicorn, so that an installed package can serve without knowing
+uvicorn's import-string syntax, with the settings this service wants in production: uvicorn's
+own access log off (the app writes structured JSON lines instead), no ``Server`` header, and a
+bounded graceful shutdown (in-flight requests are finished, for up to ``--graceful-timeout`` seconds).
 Model and limits come from the ``TEXT_RECOGNIZER_*`` environment variables (``api/settings.py``);
 each of ``--workers`` processes loads the model once.
 
@@ -17,14 +18,15 @@ from __future__ import annotations
 import argparse
 import socket
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import uvicorn
-from uvicorn.supervisors import Multiprocess
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m api.serve",
+        prog="text-recognizer-serve",
         description="Serve the handwritten line recognizer.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -55,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         server_header=False,
         timeout_graceful_shutdown=args.graceful_timeout,
     )
+    import uvicorn  # the serve extra; imported here so that --help works without it
+    from uvicorn.supervisors import Multiprocess
+
     if args.workers == 1:
         uvicorn.run("api.app:app", **options)  # exits with status 3 if the app cannot start
         return 0

@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import torch
-from fastapi import Request
+from fastapi import Depends, Request
 
 from api.errors import APIError
 from api.imaging import set_pillow_limits
@@ -144,3 +145,6 @@ def get_serving(request: Request) -> Serving:
             headers={"Retry-After": "1"},
         )
     return state.serving
+
+
+ServingDep = Annotated[Serving, Depends(get_serving)]  # a route parameter of this type gets the loaded model

@@ -1,11 +1,11 @@
 """Latency and throughput of the HTTP API on loopback, with the model's time shown apart from HTTP.
 
-Usage (from the repository root)::
+Usage (from the repository root, as a module: it reuses the tests' server launcher)::
 
-    python benchmarks/api_bench.py                          # an untrained default-size model, 64 px high
-    python benchmarks/api_bench.py --checkpoint best.pt     # a real checkpoint
-    python benchmarks/api_bench.py --quick --json api.json
-    python benchmarks/api_bench.py --checkpoint text_recognizer/artifacts/default.pt --processes 1 2 \
+    python -m benchmarks.api_bench                          # an untrained default-size model, 64 px high
+    python -m benchmarks.api_bench --checkpoint best.pt     # a real checkpoint
+    python -m benchmarks.api_bench --quick --json api.json
+    python -m benchmarks.api_bench --checkpoint text_recognizer/artifacts/default.pt --processes 1 2 \
         --modes single --concurrency 1 4 16 64 --soak 5000     # worker processes and memory over 5,000 requests
 
 For each ``--processes`` count it starts ``python -m api.serve --workers N`` on a free loopback
@@ -49,15 +49,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.api.conftest import Server  # noqa: E402  (the same loopback uvicorn launcher as the tests)
-from text_recognizer.checkpoint import Checkpoint, Provenance, save_checkpoint  # noqa: E402
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.data.synthetic import render_line  # noqa: E402
-from text_recognizer.models import ModelConfig, build_model  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+from tests.api.conftest import ROOT, Server  # the same loopback uvicorn launcher as the tests
+from text_recognizer.checkpoint import Checkpoint, Provenance, save_checkpoint
+from text_recognizer.codec import Codec
+from text_recognizer.data.synthetic import render_line
+from text_recognizer.models import ModelConfig, build_model
+from text_recognizer.recognizer import LineRecognizer
 
 TEXTS = [
     "the quick brown fox jumps over",
@@ -76,7 +73,9 @@ def untrained_checkpoint(height: int, directory: Path) -> Path:
     config = ModelConfig(height=height, num_classes=codec.num_classes)
     torch.manual_seed(0)
     model = build_model(config)
-    bundle = Checkpoint(config, codec, model.state_dict(), provenance=Provenance(data="untrained (benchmark)", epoch=0, step=0))
+    bundle = Checkpoint(
+        config, codec, model.state_dict(), provenance=Provenance(data="untrained (benchmark)", epoch=0, step=0)
+    )
     return save_checkpoint(bundle, directory / "bench.pt")
 
 

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
 
 
 def export(source: Path, target: Path, card: dict) -> Path:

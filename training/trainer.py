@@ -61,7 +61,9 @@ from training.loggers import JsonlLogger, Logger
 from training.objective import compute_loss, forward, needed_frames, nll_loss
 from training.sortagrad import label_lengths
 
-LOG_ROOT = Path(__file__).parent / "logs"
+#: Default parent of run directories, relative to the working directory (``training/logs`` in a checkout);
+#: never inside the installed package.
+LOG_ROOT = Path("training") / "logs"
 COLLAPSE_PROBE_LINES = 32  # validation lines whose frames per needed frame the blank-collapse warning reports
 
 

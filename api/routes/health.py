@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from api.schemas import ErrorResponse, Health, ModelInfo, Readiness
-from api.serving import ModelState, Serving, get_serving
+from api.serving import ModelState, ServingDep
 
 router = APIRouter(tags=["service"])
 
@@ -44,7 +44,7 @@ async def ready(request: Request):
 
 
 @router.get("/v1/model", response_model=ModelInfo, responses={503: {"model": ErrorResponse}})
-async def model_info(serving: Serving = Depends(get_serving)) -> ModelInfo:
+async def model_info(serving: ServingDep) -> ModelInfo:
     """Which model is serving: version, licence and training data (from the model card), character set, CER."""
     r, p = serving.recognizer, serving.provenance
     meta = r.metadata

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
 from api.imaging import ALLOWED_TEXT
 from api.inference import ms, run_job
@@ -23,7 +23,7 @@ from api.schemas import (
     ErrorResponse,
     Prediction,
 )
-from api.serving import Serving, get_serving
+from api.serving import ServingDep
 
 router = APIRouter(tags=["recognition"])
 
@@ -109,7 +109,7 @@ _BATCH_BODY = {
 
 
 @router.post("/v1/predict", response_model=Prediction, responses=_ERRORS, openapi_extra={"requestBody": _IMAGE_BODY})
-async def predict(request: Request, serving: Serving = Depends(get_serving)) -> Prediction:
+async def predict(request: Request, serving: ServingDep) -> Prediction:
     """Recognise one line: multipart field ``file``, JSON ``{"image": base64 or data URL}``, or a raw image body."""
     item = await single_image(request)
     result = await run_job(request, serving, [item])
@@ -131,7 +131,7 @@ async def predict(request: Request, serving: Serving = Depends(get_serving)) -> 
     responses=_BATCH_ERRORS,
     openapi_extra={"requestBody": _BATCH_BODY},
 )
-async def predict_batch(request: Request, serving: Serving = Depends(get_serving)) -> BatchPrediction:
+async def predict_batch(request: Request, serving: ServingDep) -> BatchPrediction:
     """Recognise several lines (multipart ``files`` or JSON ``{"images": [...]}``) as one padded batch.
 
     The answer is 200 whenever the request itself is well formed: each image gets its own result, in
