@@ -1,26 +1,29 @@
 """``LineRecognizer``: the one inference wrapper used by the CLI, the evaluation, the API and tests.
 
-Command line::
+Command line (files, folders, glob patterns; see ``main``)::
 
-    python -m text_recognizer.recognizer --checkpoint PATH IMAGE... [--json]
+    python -m text_recognizer.recognizer --checkpoint PATH INPUT... [--format text|jsonl|json] [--batch-size N]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from PIL import Image
+from tqdm import tqdm
 
+from text_recognizer.batch import recognize_files
 from text_recognizer.checkpoint import CheckpointError, load_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.decode import DecodedLine, ctc_decode
 from text_recognizer.data.folder import open_image
+from text_recognizer.inputs import resolve_inputs
 from text_recognizer.models import ModelConfig, build_model
+from text_recognizer.outputs import FORMATS, ResultWriter
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -96,31 +99,70 @@ class LineRecognizer:
         return [line.text for line in self.predict_lines(images)]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+#: More files than this get a progress bar on stderr (with --progress auto).
+PROGRESS_THRESHOLD = 5
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
-        description="Read the text of handwritten line images.",
+        description="Read the text of handwritten line images: files, folders or glob patterns ('lines/*.png').",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("images", nargs="+", type=Path, help="image files, one text line each")
+    parser.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="image files (one text line each), folders of them, or quoted glob patterns")
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--json", action="store_true", help="print a JSON list of {image, text, confidence}")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text: FILE<TAB>TEXT per line (only TEXT for a single file); jsonl: one JSON object "
+                             "{image, text, confidence} per line; json: one JSON list at the end")
+    parser.add_argument("--json", action="store_true", help="same as --format json")
+    parser.add_argument("--recursive", action="store_true", help="also read images in subfolders of folder inputs")
+    parser.add_argument("--batch-size", type=_positive_int, default=16, help="lines decoded together")
+    parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                        help=f"progress bar on stderr: auto shows it for more than {PROGRESS_THRESHOLD} files")
     parser.add_argument("--device", default="cpu", help="torch device")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _positive_int(text: str) -> int:
     try:
-        recognizer = LineRecognizer(args.checkpoint, device=args.device)
-        lines = recognizer.predict_lines(args.images)
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status: 0 when every input was read, 1 when some were not (the rest are still read), 2 on
+    a usage or checkpoint error."""
+    args = build_parser().parse_args(argv)
+    resolved = resolve_inputs(args.inputs, recursive=args.recursive)
+    failures = 0
+    for item, reason in resolved.problems:
+        print(f"error: {item}: {reason}", file=sys.stderr)
+        failures += 1
+    try:
+        recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size)
     except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps([
-            {"image": str(p), "text": line.text, "confidence": round(line.confidence, 4)}
-            for p, line in zip(args.images, lines)
-        ], indent=2))
-    else:
-        for line in lines:
-            print(line.text)
+    files = resolved.files
+    single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
+    writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
+    show = args.progress == "always" or (args.progress == "auto" and len(files) > PROGRESS_THRESHOLD)
+    with tqdm(total=len(files), unit="line", disable=not show, file=sys.stderr, dynamic_ncols=True) as bar:
+        for result in recognize_files(recognizer, files, args.batch_size, on_result=lambda _: bar.update()):
+            if not result.ok:
+                failures += 1
+                tqdm.write(f"error: {result.error}", file=sys.stderr)
+            writer.write(result)
+    writer.close()
+    if failures:
+        read = len(files) - (failures - len(resolved.problems))
+        print(f"{failures} input(s) could not be read; {read} of {len(files)} file(s) were", file=sys.stderr)
+        return 1
     return 0
 
 

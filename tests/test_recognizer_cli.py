@@ -1,0 +1,95 @@
+"""The recognizer CLI over many files: folders, globs, a corrupt file among good ones, formats,
+batch sizes and exit codes. Uses the bundled model on the real fixture lines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from text_recognizer.batch import recognize_files
+from text_recognizer.data.folder import read_labels
+from text_recognizer.recognizer import LineRecognizer, main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lines"
+
+
+@pytest.fixture(scope="module")
+def recognizer() -> LineRecognizer:
+    return LineRecognizer()
+
+
+@pytest.fixture()
+def folder(tmp_path: Path) -> Path:
+    """Four real line images, a truncated PNG and a text file posing as a JPEG."""
+    for record in read_labels(FIXTURES)[:4]:
+        shutil.copy(record.path, tmp_path / record.path.name)
+    (tmp_path / "line_02b.png").write_bytes((FIXTURES / "line_05.png").read_bytes()[:60])
+    (tmp_path / "notes.jpg").write_text("not an image")
+    return tmp_path
+
+
+def test_recognize_files_keeps_order_and_reports_bad_files(recognizer, folder):
+    paths = sorted(folder.iterdir())
+    results = list(recognize_files(recognizer, paths, batch_size=2))
+    assert [r.path for r in results] == paths
+    bad = {r.path.name: r.error for r in results if not r.ok}
+    assert set(bad) == {"line_02b.png", "notes.jpg"}
+    assert all(name in error for name, error in bad.items())
+    good = [r for r in results if r.ok]
+    assert [r.line.text for r in good] == recognizer.predict([r.path for r in good])
+
+
+def test_batch_size_does_not_change_the_text(recognizer, folder):
+    paths = sorted(folder.glob("line_0?.png"))
+    one = [r.line.text for r in recognize_files(recognizer, paths, batch_size=1)]
+    many = [r.line.text for r in recognize_files(recognizer, paths, batch_size=16)]
+    assert one == many
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 1.5, True])
+def test_bad_batch_size(recognizer, batch_size):
+    with pytest.raises(ValueError, match="batch_size"):
+        list(recognize_files(recognizer, [FIXTURES / "line_00.png"], batch_size=batch_size))
+
+
+def test_cli_folder_with_corrupt_files_jsonl(folder, capsys):
+    status = main([str(folder), "--format", "jsonl", "--batch-size", "3", "--progress", "never"])
+    out, err = capsys.readouterr()
+    assert status == 1
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [Path(r["image"]).name for r in rows] == ["line_00.png", "line_01.png", "line_02.png", "line_03.png"]
+    assert all(0.0 <= r["confidence"] <= 1.0 and r["text"] for r in rows)
+    assert "line_02b.png" in err and "notes.jpg" in err and "2 input(s) could not be read" in err
+
+
+def test_cli_glob_text_output_and_progress_bar(folder, capsys):
+    for i in range(4):  # more than a handful of files: the bar appears
+        shutil.copy(folder / "line_00.png", folder / f"copy_{i}.png")
+    status = main([str(folder / "*_0?.png"), str(folder / "copy_*.png"), "--progress", "auto"])
+    out, err = capsys.readouterr()
+    assert status == 0
+    lines = [line.split("\t") for line in out.splitlines()]
+    assert [Path(f).name for f, _ in lines] == [f"line_0{i}.png" for i in range(4)] + [f"copy_{i}.png" for i in range(4)]
+    assert len({text for f, text in lines if "copy_" in f or f.endswith("line_00.png")}) == 1
+    assert "8/8" in err
+
+
+def test_cli_single_file_prints_text_only_and_json_list(capsys):
+    assert main([str(FIXTURES / "line_00.png")]) == 0
+    assert capsys.readouterr().out == "hello world\n"
+    assert main([str(FIXTURES / "line_00.png"), str(FIXTURES / "line_03.png"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["text"] for r in rows] == ["hello world", "seven cats"]
+
+
+def test_cli_missing_input_and_bad_checkpoint(tmp_path, capsys):
+    assert main([str(tmp_path / "nope.png"), str(FIXTURES / "line_00.png")]) == 1
+    out, err = capsys.readouterr()
+    assert "nope.png: no such file or folder" in err and out.strip().endswith("hello world")
+    assert main([str(FIXTURES / "line_00.png"), "--checkpoint", str(tmp_path / "missing.pt")]) == 2
+    assert "missing.pt" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(FIXTURES / "line_00.png"), "--batch-size", "0"])
