@@ -6,7 +6,8 @@ checked up front (unknown characters, unreadable images, CTC feasibility) and ba
 skipped with a count or stop the run, as ``--bad-samples`` says. ``--data iam`` and
 ``--data emnist_lines`` name the processed real datasets (built and cached on first use) and bring
 their own validation folder. Folder labels are detokenised to natural spacing (``--detokenize``)
-and the training set alone is augmented (``--augment``).
+and the training set alone is augmented (``--augment``). A folder of PAGE-XML/ALTO files and page
+images (no ``labels.tsv``) is read through ``text_recognizer.data.page`` (lines cut out and cached).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from text_recognizer.data.checks import DataReport, check_records
 from text_recognizer.data.augment import AugmentConfig, build_augmentation
 from text_recognizer.data.folder import FolderLines, LineRecord, read_labels
 from text_recognizer.data.lines import EncodedLines, MappedLines
+from text_recognizer.data.page import check_layout_folder, is_layout_folder
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.models.config import ModelConfig
@@ -47,6 +49,10 @@ def _folders(names, codec, model: ModelConfig, policy: str, detok: bool = False)
     geometry = WindowGeometry(model.window_width, model.window_stride)
     parts, reports = [], {}
     for name in names:
+        if is_layout_folder(name):  # PAGE-XML / ALTO pages: lines cut out and cached (text_recognizer/data/page.py)
+            reports[name] = report = check_layout_folder(name, codec, geometry, model.height, policy=policy)
+            parts.append((name, report.kept))
+            continue
         records = read_labels(name)
         if detok:
             records = [LineRecord(r.path, detokenize(r.text)) for r in records]

@@ -1,4 +1,4 @@
-"""Evaluate a checkpoint on a dataset folder (images + labels.tsv).
+"""Evaluate a checkpoint on a dataset folder (images + labels.tsv, or page images + PAGE-XML/ALTO files).
 
     python training/evaluate.py --checkpoint PATH --data DIR [--json] [--errors FILE.csv]
 """
@@ -16,6 +16,7 @@ if __package__ in (None, ""):
 
 from text_recognizer.checkpoint import CheckpointError  # noqa: E402
 from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels  # noqa: E402
+from text_recognizer.data.page import cut_layout_folder, is_layout_folder  # noqa: E402
 from text_recognizer.data.tokenization import cer_iam, cer_natural  # noqa: E402
 from text_recognizer.metrics import cer, line_cer, wer  # noqa: E402
 from text_recognizer.recognizer import LineRecognizer  # noqa: E402
@@ -23,8 +24,13 @@ from text_recognizer.recognizer import LineRecognizer  # noqa: E402
 
 def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
     """Predict every line of ``folder``; unreadable images and unknown characters are counted, not fatal."""
-    records = read_labels(folder)
     references, predictions, files, skipped = [], [], [], []
+    if is_layout_folder(folder):  # PAGE-XML / ALTO pages: lines cut out (and cached) first
+        cut = cut_layout_folder(folder)
+        records = cut.records
+        skipped += [{"file": line, "reason": reason} for line, reason in cut.empty + cut.unreadable]
+    else:
+        records = read_labels(folder)
     tensors = []
     for record in records:
         try:
@@ -63,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--data", type=Path, required=True, help="dataset folder with images and labels.tsv")
+    parser.add_argument("--data", type=Path, required=True, help="dataset folder: images and labels.tsv, or page images and PAGE/ALTO *.xml")
     parser.add_argument("--json", action="store_true", help="print {cer, wer, n} as JSON")
     parser.add_argument("--errors", type=Path, default=None, help="write a per-line CSV, worst first")
     parser.add_argument("--device", default="cpu", help="torch device")
