@@ -21,9 +21,11 @@ from text_recognizer.checkpoint import CheckpointError, load_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.decode import DecodedLine, ctc_decode
 from text_recognizer.data.folder import open_image
+from text_recognizer.data.layout import LayoutError
 from text_recognizer.inputs import resolve_inputs
 from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.outputs import FORMATS, ResultWriter
+from text_recognizer.page_output import transcribe_page, write_page
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -120,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=_positive_int, default=16, help="lines decoded together")
     parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                         help=f"progress bar on stderr: auto shows it for more than {PROGRESS_THRESHOLD} files")
+    parser.add_argument("--page-xml", action="store_true",
+                        help="the inputs are PAGE-XML files (or folders/patterns of them) with their page images: "
+                             "every TextLine is cut out by its polygon, recognised, and its TextEquiv set; "
+                             "the files are written to --output-dir")
+    parser.add_argument("--output-dir", type=Path, default=None, help="where --page-xml writes the transcribed files")
     parser.add_argument("--device", default="cpu", help="torch device")
     return parser
 
@@ -137,8 +144,12 @@ def _positive_int(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit status: 0 when every input was read, 1 when some were not (the rest are still read), 2 on
     a usage or checkpoint error."""
-    args = build_parser().parse_args(argv)
-    resolved = resolve_inputs(args.inputs, recursive=args.recursive)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.page_xml and args.output_dir is None:
+        parser.error("--page-xml needs --output-dir (the input files are never overwritten)")
+    resolved = resolve_inputs(args.inputs, recursive=args.recursive,
+                              suffixes=frozenset({".xml"}) if args.page_xml else None)
     failures = 0
     for item, reason in resolved.problems:
         print(f"error: {item}: {reason}", file=sys.stderr)
@@ -149,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     files = resolved.files
+    if args.page_xml:
+        return 1 if _transcribe_pages(recognizer, files, args.output_dir) + failures else 0
     single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
     writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
     show = args.progress == "always" or (args.progress == "auto" and len(files) > PROGRESS_THRESHOLD)
@@ -164,6 +177,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{failures} input(s) could not be read; {read} of {len(files)} file(s) were", file=sys.stderr)
         return 1
     return 0
+
+
+def _transcribe_pages(recognizer: LineRecognizer, files: list[Path], output_dir: Path) -> int:
+    """``--page-xml``: transcribe each PAGE file into ``output_dir``; print ``input -> output`` per file and
+    problems on stderr; return how many files or lines failed."""
+    failures = 0
+    targets = [output_dir / path.name for path in files]
+    for path, target in zip(files, targets):
+        if target.resolve() == path.resolve():
+            print(f"error: {path}: --output-dir would overwrite the input; choose another folder", file=sys.stderr)
+            failures += 1
+            continue
+        if targets.count(target) > 1:
+            print(f"error: {path}: several inputs are named {path.name}; transcribe them one folder at a time",
+                  file=sys.stderr)
+            failures += 1
+            continue
+        try:
+            result = transcribe_page(recognizer, path)
+        except LayoutError as error:
+            print(f"error: {error}", file=sys.stderr)
+            failures += 1
+            continue
+        for line_id, reason in result.problems:
+            print(f"error: {path}#{line_id}: {reason} (TextEquiv left unchanged)", file=sys.stderr)
+        failures += len(result.problems)
+        write_page(result.layout, target)
+        print(f"{path} -> {target} ({len(result.texts)} of {len(result.layout.lines)} lines)")
+    return failures
 
 
 if __name__ == "__main__":
