@@ -28,6 +28,7 @@ from text_recognizer.data.page import check_layout_folder, is_layout_folder
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.models.config import ModelConfig
+from text_recognizer.normalization import normalizer
 from text_recognizer.models.line_cnn import WindowGeometry
 from training.config import DataConfig
 
@@ -45,17 +46,19 @@ class Datasets:
     reports: dict[str, DataReport]
 
 
-def _folders(names, codec, model: ModelConfig, policy: str, detok: bool = False) -> tuple[list, dict[str, DataReport]]:
+def _folders(names, codec, model: ModelConfig, policy: str, detok: bool = False,
+             normalization: str = "NFC") -> tuple[list, dict[str, DataReport]]:
     geometry = WindowGeometry(model.window_width, model.window_stride)
+    normalise = normalizer(normalization)
     parts, reports = [], {}
     for name in names:
         if is_layout_folder(name):  # PAGE-XML / ALTO pages: lines cut out and cached (text_recognizer/data/page.py)
-            reports[name] = report = check_layout_folder(name, codec, geometry, model.height, policy=policy)
+            reports[name] = report = check_layout_folder(name, codec, geometry, model.height, policy, normalize=normalise)
             parts.append((name, report.kept))
             continue
         records = read_labels(name)
-        if detok:
-            records = [LineRecord(r.path, detokenize(r.text)) for r in records]
+        if detok or normalization != "none":
+            records = [LineRecord(r.path, normalise(detokenize(r.text) if detok else r.text)) for r in records]
         report = check_records(records, codec, geometry, model.height, policy=policy)
         reports[name] = report
         parts.append((name, report.kept))
@@ -99,12 +102,14 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
     descriptions = []
     if named:
         train_folders, named_val = _resolve_named(dataclasses.replace(config, data=tuple(named)), model)
-        parts, reports = _folders(train_folders, codec, model, config.bad_samples, config.detokenize)
+        parts, reports = _folders(train_folders, codec, model, config.bad_samples, config.detokenize,
+                                  config.unicode_normalization)
         folder_train = ConcatDataset([FolderLines(name, records) for name, records in parts])
         descriptions.append(" + ".join(named))
     val_folders = list(config.val_data) or named_val
     if val_folders:
-        val_parts, val_reports = _folders(val_folders, codec, model, config.bad_samples, config.detokenize)
+        val_parts, val_reports = _folders(val_folders, codec, model, config.bad_samples, config.detokenize,
+                                          config.unicode_normalization)
         reports.update({f"val:{k}": v for k, v in val_reports.items()})
         val: Dataset = ConcatDataset([FolderLines(name, records) for name, records in val_parts])
     elif folder_train is not None:

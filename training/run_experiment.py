@@ -21,6 +21,7 @@ from text_recognizer.codec import Codec  # noqa: E402
 from text_recognizer.data.checks import DataCheckError  # noqa: E402
 from text_recognizer.data.download import DownloadError  # noqa: E402
 from text_recognizer.data.folder import DatasetFormatError  # noqa: E402
+from training.alphabet import resolve_alphabet, with_alphabet  # noqa: E402
 from training.config import add_config_arguments, config_from_args  # noqa: E402
 from training.trainer import TrainingError, fit  # noqa: E402
 
@@ -37,9 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    codec = Codec()
     try:
-        config = config_from_args(args, num_classes=codec.num_classes)
+        config = config_from_args(args, num_classes=Codec().num_classes)
+        alphabet = resolve_alphabet(config)  # --charset: built-in, from the labels, or a file
+        print(alphabet.summary())
+        codec, config = alphabet.codec, with_alphabet(config, alphabet.codec)
         loggers = []
         if config.run.wandb:
             from training.wandb_logger import WandbLogger

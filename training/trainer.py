@@ -31,6 +31,7 @@ from text_recognizer.data.checks import report_table
 from text_recognizer.data.lines import LineBatch, collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
+from training.alphabet import remap_output_rows
 from training.batching import bucketed_order, line_aspects
 from training.config import ExperimentConfig
 from training.data import build_datasets
@@ -259,18 +260,21 @@ def _set_rng_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path) -> None:
-    """Start from another checkpoint's weights (fine-tuning); the architectures must match."""
+def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path, codec: Codec | None = None) -> None:
+    """Start from another checkpoint's weights (fine-tuning); the architectures must match, the alphabets
+    may differ (the shared characters keep their output weights: training/alphabet.py)."""
     payload = load_checkpoint(path, map_location="cpu")
     theirs = dict(payload["model_config"])
     ours = config.model.to_dict()
     training_only = {"dropout", "stochastic_depth", "stochastic_depth_mode", "stochastic_depth_start"}  # no weights
+    training_only.add("num_classes")  # follows the alphabet, checked below
     differences = {k: (theirs.get(k), v) for k, v in ours.items() if k not in training_only and theirs.get(k) != v}
     if differences:
         raise TrainingError(f"--init-from {path}: its model differs from this run's in {differences} (theirs, ours)")
     state = {k: v.float() if v.is_floating_point() else v for k, v in payload["model_state"].items()}
+    state, new = remap_output_rows(state, model.state_dict(), Codec.from_dict(payload["codec"]), codec or Codec())
     model.load_state_dict(state)
-    print(f"initialised the model from {path}")
+    print(f"initialised the model from {path}" + (f"; new characters start untrained: {''.join(new)!r}" if new else ""))
 
 
 def _regulariser_info(model, config: ExperimentConfig, interctc: InterCTC | None) -> dict:
@@ -388,7 +392,7 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
     scheduler = make_scheduler(optimizer, config, planned, (lambda: state.elapsed / budget) if budget else None)
 
     if config.run.init_from and resume_payload is None:
-        _init_from(model, config, Path(config.run.init_from))
+        _init_from(model, config, Path(config.run.init_from), codec)
     if resume_payload is not None:
         saved = ExperimentConfig.from_dict(resume_payload["config"])
         if saved.model != config.model:

@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import tempfile
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from text_recognizer.data.folder import LABELS_FILE, LineRecord, open_image
 from text_recognizer.data.layout import LayoutError, PageLayout, read_layout
 from text_recognizer.data.linecut import cut_line, page_gray, polygon_problem
 from text_recognizer.models.line_cnn import WindowGeometry
+from text_recognizer.normalization import normalizer
 
 #: Bump when cutting changes (masking, deskewing, file format): old cache entries are then ignored.
 CUT_VERSION = 1
@@ -129,7 +129,7 @@ def cut_layout_folder(folder: str | Path, cache_root: str | Path | None = None,
     if not folder.is_dir():
         raise ValueError(f"layout folder {folder} does not exist or is not a directory")
     cache_root = Path(cache_root) if cache_root is not None else cache_dir("page_lines")
-    normalize = normalize or (lambda text: unicodedata.normalize("NFC", text))
+    normalize = normalize or normalizer("NFC")
     result = CutLines()
     for xml in sorted(folder.glob("*.xml")):
         try:
