@@ -16,7 +16,7 @@ from text_recognizer.stem import preprocess
 OPS = {  # probability field -> the op it switches on
     "stretch_p": "WidthStretch", "shear_p": "SlantRotate", "rotate_p": "SlantRotate", "elastic_p": "Elastic",
     "morph_p": "Morphology", "ink_p": "InkAndPaper", "paper_p": "InkAndPaper", "ruled_p": "InkAndPaper",
-    "contrast_p": "BrightnessContrast", "blur_p": "Blur", "noise_p": "Noise", "jpeg_p": "Jpeg",
+    "margin_p": "Surroundings", "neighbour_p": "Surroundings", "contrast_p": "BrightnessContrast", "blur_p": "Blur", "noise_p": "Noise", "jpeg_p": "Jpeg",
 }
 
 
@@ -56,7 +56,41 @@ def test_each_op_changes_the_image_and_keeps_the_text(field: str) -> None:
     out = augment(source)
     assert out.mode == "L"
     assert out.size != source.size or not np.array_equal(np.asarray(out), np.asarray(source)), OPS[field]
+    if field in ("margin_p", "neighbour_p"):  # the canvas grows vertically; the line is kept verbatim inside
+        return
     assert _ink_overlap(source, out) > (0.3 if field in ("elastic_p", "shear_p", "rotate_p", "stretch_p") else 0.8)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_surroundings_keep_the_line_verbatim_and_add_paper_or_strokes(seed: int) -> None:
+    config = dataclasses.replace(AugmentConfig.off(), margin_p=1.0, neighbour_p=1.0)
+    source = _line()
+    draw = ImageDraw.Draw(source)
+    for x in range(20, 580, 40):  # ascenders and descenders reach the crop's edges, as in real lines
+        draw.line([(x, 0), (x, 63)], fill=0, width=3)
+    out = build_augmentation(config, torch.Generator().manual_seed(seed))(source)
+    again = build_augmentation(config, torch.Generator().manual_seed(seed))(source)
+    assert np.array_equal(np.asarray(out), np.asarray(again))  # deterministic per seed
+    a, s = np.asarray(out), np.asarray(source)
+    assert a.shape[1] == s.shape[1] and a.shape[0] > s.shape[0]
+    # the original rows appear unchanged somewhere in the taller crop
+    rows = [y for y in range(a.shape[0] - s.shape[0] + 1) if np.array_equal(a[y:y + s.shape[0]], s)]
+    assert rows, "the line itself must survive verbatim"
+    top = rows[0]
+    assert top > 0 and (a[:top] < 128).any()  # a fragment of the line above: dark strokes
+    assert (a[top + s.shape[0]:] < 128).any()  # and of the line below
+    # polarity: paper still dominates, ink dark
+    assert np.median(a) == 255 and preprocess(out, 64).shape[1] == 64
+
+
+def test_margins_alone_add_only_paper() -> None:
+    config = dataclasses.replace(AugmentConfig.off(), margin_p=1.0, margin=(0.3, 0.3))
+    source = _line()
+    a = np.asarray(build_augmentation(config, torch.Generator().manual_seed(0))(source))
+    pad = round(0.3 * source.height)
+    assert a.shape[0] == source.height + 2 * pad
+    assert (a[:pad] == 255).all() and (a[-pad:] == 255).all()
+    assert np.array_equal(a[pad:pad + source.height], np.asarray(source))
 
 
 def test_off_is_identity_and_any_mode_is_accepted() -> None:

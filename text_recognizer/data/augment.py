@@ -5,7 +5,8 @@ accepted and converted), dark ink on light paper, in and out. It is a ``torchvis
 pipeline (``v2.Compose`` of ``v2.Transform`` subclasses, each applied with its own probability and
 parameter ranges from ``AugmentConfig``), in this order:
 
-geometry    width stretch -> slant (shear) + small rotation -> elastic warp -> erosion/dilation
+geometry    width stretch -> slant (shear) + small rotation -> elastic warp -> surroundings (loose
+            vertical margins, stroke fragments of the lines above and below) -> erosion/dilation
 appearance  ink and paper (stroke grey level, paper tone, uneven light, texture, ruled lines)
             -> brightness/contrast -> blur -> noise -> JPEG artefacts
 
@@ -58,6 +59,10 @@ class AugmentConfig:
     elastic_p: float = 0.3
     elastic_alpha: Range = (0.8, 2.5)  # displacement amplitude, px
     elastic_cell: float = 12.0  # px between the random displacement knots (smoothness)
+    margin_p: float = 0.4  # loose crops: paper added above and below (real line crops are not tight)
+    margin: Range = (0.0, 0.6)  # added paper height, as a share of the line height, on each side
+    neighbour_p: float = 0.25  # descenders/ascenders of the neighbouring lines cut into the crop
+    neighbour_height: Range = (0.08, 0.3)  # height of the fragment strip, share of the line height
     morph_p: float = 0.25  # thicken (dilate) or thin (erode) the strokes, half each
     morph_strength: Range = (0.5, 1.0)  # blend of the 3x3 min/max filter with the original
     ink_p: float = 0.8
@@ -242,6 +247,53 @@ class Elastic(_Op):
         return Image.fromarray(np.clip(out + 0.5, 0, 255).astype(np.uint8), mode="L")
 
 
+class Surroundings(_Op):
+    """What a real line crop holds besides the line: loose margins and bits of the neighbouring lines.
+
+    IAM's lines are cropped tight to the ink; crops from page segmentations (PAGE/ALTO polygons,
+    phone photos of notes) leave paper above and below, often with the descenders of the line
+    above and the ascenders of the line below. Both change the text's scale and the ink's vertical
+    position after the stem resizes the crop to the model's height, so the model must see them.
+    The fragments are strips of this line's own strokes, shifted sideways: real ink, no labels.
+    """
+
+    def __init__(self, margin_p: float, margin: Range, neighbour_p: float, neighbour_height: Range, generator=None):
+        super().__init__(1.0 if (margin_p > 0 or neighbour_p > 0) else 0.0, generator)
+        self.margin_p, self.margin, self.neighbour_p, self.neighbour_height = margin_p, margin, neighbour_p, neighbour_height
+
+    def _chance(self, p: float) -> bool:
+        return float(torch.rand((), generator=self.generator)) < p
+
+    def draw(self) -> dict:
+        margins = self._chance(self.margin_p)
+        return {
+            "top": self.uniform(self.margin) if margins else 0.0,
+            "bottom": self.uniform(self.margin) if margins else 0.0,
+            "above": self._chance(self.neighbour_p), "below": self._chance(self.neighbour_p),
+            "above_h": self.uniform(self.neighbour_height), "below_h": self.uniform(self.neighbour_height),
+            "above_shift": self.uniform((0.1, 0.9)), "below_shift": self.uniform((0.1, 0.9)),
+        }
+
+    def apply(self, image, params):
+        w, h = image.size
+        top, bottom = round(params["top"] * h), round(params["bottom"] * h)
+        if not (top or bottom or params["above"] or params["below"]):
+            return image
+        a = np.asarray(image)
+        paper = _paper(image)
+        strips = []
+        if params["above"]:  # the bottom rows (descenders) of a "line above": this line, shifted
+            rows = max(1, round(params["above_h"] * h))
+            strips.append(np.roll(a[h - rows:], round(params["above_shift"] * w), axis=1))
+        strips.append(np.full((top, w), paper, dtype=np.uint8))
+        strips.append(a)
+        strips.append(np.full((bottom, w), paper, dtype=np.uint8))
+        if params["below"]:  # the top rows (ascenders) of a "line below"
+            rows = max(1, round(params["below_h"] * h))
+            strips.append(np.roll(a[:rows], round(params["below_shift"] * w), axis=1))
+        return Image.fromarray(np.ascontiguousarray(np.concatenate(strips, axis=0)), mode="L")
+
+
 class Morphology(_Op):
     """Thicker (3x3 min filter on dark ink) or thinner (max filter) strokes, blended with the original."""
 
@@ -395,6 +447,7 @@ class LineAugmentation(v2.Compose):
             WidthStretch(c.stretch_p, c.stretch, generator),
             SlantRotate(c.shear_p, c.shear, c.rotate_p, c.rotate, generator),
             Elastic(c.elastic_p, c.elastic_alpha, c.elastic_cell, generator),
+            Surroundings(c.margin_p, c.margin, c.neighbour_p, c.neighbour_height, generator),
             Morphology(c.morph_p, c.morph_strength, generator),
             InkAndPaper(c, generator),
             BrightnessContrast(c.contrast_p, c.brightness, c.contrast, generator),
