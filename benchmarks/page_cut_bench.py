@@ -52,7 +52,8 @@ def build_page(records, angle_max: float) -> tuple[Image.Image, str]:
         canvas = line.transform(SIZE, Image.Transform.AFFINE, (c, s, -c * tx - s * ty, -s, c, s * tx - c * ty),
                                 resample=Image.Resampling.BILINEAR, fillcolor=255)
         page = ImageChops.darker(page, canvas)
-        polygon = " ".join(f"{x:.0f},{yy:.0f}" for x, yy in (forward(0, 0), forward(w, 0), forward(w, h), forward(0, h)))
+        corners = (forward(0, 0), forward(w, 0), forward(w, h), forward(0, h))
+        polygon = " ".join(f"{x:.0f},{yy:.0f}" for x, yy in corners)
         baseline = " ".join(f"{x:.0f},{yy:.0f}" for x, yy in (forward(0, 0.75 * h), forward(w, 0.75 * h)))
         xml_lines.append(f'<TextLine id="l{number}"><Coords points="{polygon}"/><Baseline points="{baseline}"/>'
                          f"<TextEquiv><Unicode>{_escape(record.text)}</Unicode></TextEquiv></TextLine>")

@@ -41,7 +41,8 @@ def test_explicit_file_is_kept_whatever_its_suffix_and_duplicates_go(tmp_path):
 def test_problems_are_reported_not_raised(tmp_path):
     make_tree(tmp_path)
     (tmp_path / "empty").mkdir()
-    resolved = resolve_inputs([tmp_path / "missing.png", str(tmp_path / "*.gif"), tmp_path / "empty", tmp_path / "b.png"])
+    inputs = [tmp_path / "missing.png", str(tmp_path / "*.gif"), tmp_path / "empty", tmp_path / "b.png"]
+    resolved = resolve_inputs(inputs)
     assert resolved.files == [tmp_path / "b.png"]
     reasons = dict(resolved.problems)
     assert reasons[str(tmp_path / "missing.png")] == "no such file or folder"

@@ -61,7 +61,8 @@ def test_transcribed_page_keeps_its_structure(recognizer, tmp_path):
     texts = [line.text for line in after.lines]
     assert texts[:3] == [result.texts[f"l{i}"].text for i in range(3)]
     assert cer([d.text for d in drawn], texts[:3]) < 0.3
-    assert texts[3] == "keep me" and result.problems == [("broken", "bad polygon: polygon has 2 point(s), needs at least 3")]
+    assert texts[3] == "keep me"
+    assert result.problems == [("broken", "bad polygon: polygon has 2 point(s), needs at least 3")]
     first = after.lines[0].element
     names = [etree.QName(child).localname for child in first]
     assert names == ["Coords", "Baseline", "Word", "TextEquiv", "TextStyle", "UserDefined"]
@@ -71,8 +72,8 @@ def test_transcribed_page_keeps_its_structure(recognizer, tmp_path):
 
 
 def test_set_line_text_keeps_a_prefixed_namespace():
-    root = etree.fromstring(f'<pc:PcGts xmlns:pc="{PAGE_2013}"><pc:Page><pc:TextLine id="a"><pc:Coords points="1,1 5,1 5,5"/>'
-                            f"</pc:TextLine></pc:Page></pc:PcGts>")
+    root = etree.fromstring(f'<pc:PcGts xmlns:pc="{PAGE_2013}"><pc:Page><pc:TextLine id="a">'
+                            f'<pc:Coords points="1,1 5,1 5,5"/></pc:TextLine></pc:Page></pc:PcGts>')
     line = root.find(f".//{{{PAGE_2013}}}TextLine")
     set_line_text(line, "Grüße & <Tschüss>", 0.5)
     out = etree.tostring(root, encoding="unicode")

@@ -72,7 +72,8 @@ def test_cli_glob_text_output_and_progress_bar(folder, capsys):
     out, err = capsys.readouterr()
     assert status == 0
     lines = [line.split("\t") for line in out.splitlines()]
-    assert [Path(f).name for f, _ in lines] == [f"line_0{i}.png" for i in range(4)] + [f"copy_{i}.png" for i in range(4)]
+    expected = [f"line_0{i}.png" for i in range(4)] + [f"copy_{i}.png" for i in range(4)]
+    assert [Path(f).name for f, _ in lines] == expected
     assert len({text for f, text in lines if "copy_" in f or f.endswith("line_00.png")}) == 1
     assert "8/8" in err
 

@@ -65,8 +65,8 @@ def resolve_inputs(inputs: Sequence[str | Path], recursive: bool = False,
         if path.is_dir():
             found = _folder_files(path, recursive, suffixes)
             if not found:
-                resolved.problems.append((text, "folder holds no image files" + ("" if recursive else
-                                                                                  " (--recursive looks in subfolders)")))
+                hint = "" if recursive else " (--recursive looks in subfolders)"
+                resolved.problems.append((text, "folder holds no image files" + hint))
             add(found)
         elif path.exists():
             add([path])

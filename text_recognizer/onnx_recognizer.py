@@ -23,7 +23,8 @@ from text_recognizer.export import METADATA_KEY
 from text_recognizer.stem import preprocess
 
 
-def greedy_decode(log_probs: np.ndarray, frames: np.ndarray, codec: Codec, collapse_repeats: bool = True) -> list[DecodedLine]:
+def greedy_decode(log_probs: np.ndarray, frames: np.ndarray, codec: Codec,
+                  collapse_repeats: bool = True) -> list[DecodedLine]:
     """NumPy greedy CTC decoding of ``(B, T, C)`` log-probabilities, as ``text_recognizer.ctc.decode``."""
     best = log_probs.argmax(-1)  # (B, T)
     best_log_prob = log_probs.max(-1)  # (B, T)

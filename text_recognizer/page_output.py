@@ -71,7 +71,8 @@ def transcribe_page(recognizer, xml_path: str | Path) -> PageTranscription:
     in ``result.layout.tree``. Raises ``LayoutError`` for a file that is not PAGE or has no image."""
     layout = read_layout(xml_path)
     if layout.format != "page":
-        raise LayoutError(f"{layout.path}: --page-xml writes PAGE files; this is {layout.format.upper()} {layout.version}")
+        kind = f"{layout.format.upper()} {layout.version}"
+        raise LayoutError(f"{layout.path}: --page-xml writes PAGE files; this is {kind}")
     image_path = layout.find_image()
     if image_path is None:
         names = ", ".join(str(p) for p in layout.image_candidates()) or "none named"

@@ -61,7 +61,7 @@ class Alphabet:
         if new:
             lines.append(f"  beyond IAM's: {''.join(new)!r}")
         if self.excluded:
-            lines.append(f"  left out (fewer than the minimum count; lines with them are skipped): {len(self.excluded)}")
+            lines.append(f"  left out (below the minimum count; their lines are skipped): {len(self.excluded)}")
             ranked = sorted(self.excluded.items(), key=lambda item: (-item[1], item[0]))
             lines += [f"    {describe(c)}: {n}" for c, n in ranked[:limit]]
             if len(ranked) > limit:
@@ -144,7 +144,8 @@ def resolve_alphabet(config) -> Alphabet:
         if not texts and SYNTHETIC not in data.data:
             raise ValueError("--charset data needs labelled training folders in --data")
         # synthetic lines are generated from IAM's characters: keep them when they are part of the data
-        return alphabet_from_texts(texts, data.charset_min_count, always=DEFAULT_CHARSET if SYNTHETIC in data.data else "")
+        always = DEFAULT_CHARSET if SYNTHETIC in data.data else ""
+        return alphabet_from_texts(texts, data.charset_min_count, always=always)
     return Alphabet(read_charset(data.charset, data.unicode_normalization), f"from {data.charset}")
 
 
@@ -171,7 +172,8 @@ def remap_output_rows(state: dict[str, torch.Tensor], fresh: dict[str, torch.Ten
         raise ValueError(f"no output layer ({prefix}*) in the checkpoint's weights to carry over")
     for key in keys:
         if key not in fresh or state[key].shape[0] != old.num_classes or fresh[key].shape[0] != new.num_classes:
-            raise ValueError(f"output weight {key} has shape {tuple(state[key].shape)}, expected {old.num_classes} rows")
+            shape = tuple(state[key].shape)
+            raise ValueError(f"output weight {key} has shape {shape}, expected {old.num_classes} rows")
         tensor = fresh[key].detach().clone().to(state[key].dtype)
         tensor[rows_new] = state[key][rows_old]
         out[key] = tensor

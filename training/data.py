@@ -53,7 +53,8 @@ def _folders(names, codec, model: ModelConfig, policy: str, detok: bool = False,
     parts, reports = [], {}
     for name in names:
         if is_layout_folder(name):  # PAGE-XML / ALTO pages: lines cut out and cached (text_recognizer/data/page.py)
-            reports[name] = report = check_layout_folder(name, codec, geometry, model.height, policy, normalize=normalise)
+            report = check_layout_folder(name, codec, geometry, model.height, policy, normalize=normalise)
+            reports[name] = report
             parts.append((name, report.kept))
             continue
         records = read_labels(name)

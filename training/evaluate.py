@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--data", type=Path, required=True, help="dataset folder: images and labels.tsv, or page images and PAGE/ALTO *.xml")
+    parser.add_argument("--data", type=Path, required=True,
+                        help="dataset folder: images and labels.tsv, or page images and PAGE/ALTO *.xml")
     parser.add_argument("--json", action="store_true", help="print {cer, wer, n} as JSON")
     parser.add_argument("--errors", type=Path, default=None, help="write a per-line CSV, worst first")
     parser.add_argument("--device", default="cpu", help="torch device")

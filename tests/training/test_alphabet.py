@@ -25,13 +25,13 @@ from training.alphabet import (
     write_charset,
 )
 from training.alphabet import main as alphabet_main
-from training.config import DataConfig, ExperimentConfig, RunConfig
+from training.config import DataConfig, ExperimentConfig
 from training.run_experiment import main as train_main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-LINES = ["Grüße aus Köln", "ça a été très réussi", "Straße über Äcker", "où est la forêt ?", "Noël à Zürich",
-         "der Bär schläft", "la fenêtre ouverte", "schöne Grüße, Jürgen"]
+LINES = ["Grüße aus Köln", "ça a été très réussi", "Straße über Äcker", "où est la forêt ?",
+         "Noël à Zürich", "der Bär schläft", "la fenêtre ouverte", "schöne Grüße, Jürgen"]
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 BUNDLED_FLAGS = ["--height", "40", "--cnn-channels", "16", "32", "64", "--feature-dim", "256", "--conv-blocks", "2",
                  "--lstm-layers", "2", "--lstm-hidden", "128"]
@@ -120,7 +120,8 @@ def test_fine_tune_bundled_model_to_german_and_french(tmp_path, capsys):
     folder = render_folder(tmp_path / "fr_de")
     run_dir = tmp_path / "run"
     status = train_main(["--data", str(folder), "--val-data", str(folder), "--charset", "data",
-                         "--init-from", str(DEFAULT_CHECKPOINT), *BUNDLED_FLAGS, "--max-steps", "2", "--batch-size", "4",
+                         "--init-from", str(DEFAULT_CHECKPOINT), *BUNDLED_FLAGS, "--max-steps", "2",
+                         "--batch-size", "4",
                          "--lr", "1e-5", "--warmup-steps", "0", "--augment", "false", "--run-dir", str(run_dir),
                          "--progress", "false", "--bucket-batches", "0", "--sortagrad", "false"])
     out = capsys.readouterr().out

@@ -177,7 +177,7 @@ def _read_page(path: Path, tree, ns: str, version: str) -> PageLayout:
                 line.baseline = None  # a broken baseline only costs the deskewing
         lines.append(line)
     image_size = size if None not in size else None
-    return PageLayout(path, "page", version, page.get("imageFilename"), image_size, lines, tree)  # type: ignore[arg-type]
+    return PageLayout(path, "page", version, page.get("imageFilename"), image_size, lines, tree)
 
 
 # --- ALTO ------------------------------------------------------------------------------------------------------
@@ -242,4 +242,5 @@ def _read_alto(path: Path, tree, ns: str, version: int) -> PageLayout:
                                 polygon=polygon, baseline=_alto_baseline(element), polygon_error=error,
                                 element=element))
     file_name = file_name.strip() if file_name else None
-    return PageLayout(path, "alto", f"v{version}", file_name or None, size if None not in size else None, lines, tree)  # type: ignore[arg-type]
+    image_size = size if None not in size else None
+    return PageLayout(path, "alto", f"v{version}", file_name or None, image_size, lines, tree)  # type: ignore[arg-type]

@@ -45,7 +45,8 @@ def polygon_problem(points: Sequence[Point] | None, image_size: tuple[int, int])
     width, height = image_size
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     if max(xs) <= 0 or max(ys) <= 0 or min(xs) >= width or min(ys) >= height:
-        return f"polygon (x {min(xs):g}..{max(xs):g}, y {min(ys):g}..{max(ys):g}) lies outside the {width}x{height} image"
+        extent = f"x {min(xs):g}..{max(xs):g}, y {min(ys):g}..{max(ys):g}"
+        return f"polygon ({extent}) lies outside the {width}x{height} image"
     return None
 
 
