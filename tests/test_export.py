@@ -115,6 +115,21 @@ def test_export_model_command_formats(tmp_path, capsys):
     assert "missing.pt" in capsys.readouterr().err
 
 
+def test_recognizer_cli_with_onnx_runtime(tmp_path, capsys):
+    from text_recognizer.recognizer import main as recognize_main
+
+    path = export_recognizer(LineRecognizer(), tmp_path / "default.onnx", "onnx")
+    assert recognize_main([str(FIXTURES), "--format", "jsonl", "--progress", "never"]) == 0
+    with_torch = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert recognize_main([str(FIXTURES), "--onnx", str(path), "--format", "jsonl", "--progress", "never"]) == 0
+    with_onnx = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["text"] for r in with_onnx] == [r["text"] for r in with_torch] and len(with_onnx) == 8
+    assert recognize_main([str(FIXTURES), "--onnx", str(tmp_path / "nope.onnx")]) == 2
+    assert "nope.onnx does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        recognize_main([str(FIXTURES), "--onnx", str(path), "--checkpoint", str(DEFAULT_CHECKPOINT)])
+
+
 def test_bad_format_and_missing_onnx_file(tmp_path):
     from text_recognizer.onnx_recognizer import OnnxLineRecognizer
 

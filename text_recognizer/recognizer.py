@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "every TextLine is cut out by its polygon, recognised, and its TextEquiv set; "
                              "the files are written to --output-dir")
     parser.add_argument("--output-dir", type=Path, default=None, help="where --page-xml writes the transcribed files")
+    parser.add_argument("--onnx", type=Path, default=None,
+                        help="read with ONNX Runtime from this exported model (training/export_model.py --format onnx; "
+                             "needs requirements-onnx.txt) instead of PyTorch and --checkpoint")
     parser.add_argument("--device", default="cpu", help="torch device")
     return parser
 
@@ -154,9 +157,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for item, reason in resolved.problems:
         print(f"error: {item}: {reason}", file=sys.stderr)
         failures += 1
+    if args.onnx is not None and args.checkpoint is not None:
+        parser.error("give --checkpoint (PyTorch) or --onnx (ONNX Runtime), not both")
     try:
-        recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size)
-    except (CheckpointError, ValueError) as error:
+        if args.onnx is not None:
+            from text_recognizer.onnx_recognizer import OnnxLineRecognizer
+
+            recognizer = OnnxLineRecognizer(args.onnx, batch_size=args.batch_size)
+        else:
+            recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size)
+    except (CheckpointError, ValueError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     files = resolved.files
@@ -179,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _transcribe_pages(recognizer: LineRecognizer, files: list[Path], output_dir: Path) -> int:
+def _transcribe_pages(recognizer, files: list[Path], output_dir: Path) -> int:
     """``--page-xml``: transcribe each PAGE file into ``output_dir``; print ``input -> output`` per file and
     problems on stderr; return how many files or lines failed."""
     failures = 0
