@@ -9,6 +9,7 @@ import argparse
 import csv
 import json
 import sys
+import unicodedata
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -39,8 +40,9 @@ def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
             skipped.append({"file": record.path.name, "reason": str(error)})
             continue
         files.append(record.path.name)
-        references.append(record.text)
-    predictions = [line.text for line in recognizer.predict_tensors(tensors)]
+        references.append(unicodedata.normalize("NFC", record.text))
+    # NFC on both sides: a model trained on decomposed (NFD) labels is scored on what the text looks like
+    predictions = [unicodedata.normalize("NFC", line.text) for line in recognizer.predict_tensors(tensors)]
     return {
         "cer": cer(references, predictions), "wer": wer(references, predictions), "n": len(references),
         # IAM-style labels: CER against natural-spacing references, and against IAM's own tokenised

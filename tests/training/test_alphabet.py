@@ -147,3 +147,12 @@ def test_alphabet_command_writes_a_charset_file(tmp_path, capsys):
     assert "ü" in charset and "ç" not in charset  # ç occurs once
     assert "'ç' (U+00E7 LATIN SMALL LETTER C WITH CEDILLA): 1" in out
     assert alphabet_main(["--data", str(tmp_path / "missing")]) == 2
+
+
+def test_evaluation_compares_composed_text(tmp_path):
+    from training.evaluate import evaluate_folder
+
+    folder = render_folder(tmp_path / "nfd", texts=LINES[:2], decomposed=True)
+    result = evaluate_folder(LineRecognizer(), folder)
+    assert result["references"] == [unicodedata.normalize("NFC", t) for t in LINES[:2]]
+    assert all(unicodedata.is_normalized("NFC", p) for p in result["predictions"])
