@@ -94,3 +94,16 @@ def test_cli_missing_input_and_bad_checkpoint(tmp_path, capsys):
     assert "missing.pt" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([str(FIXTURES / "line_00.png"), "--batch-size", "0"])
+
+
+def test_library_import_needs_no_cli_dependencies():
+    """The serving image installs neither tqdm nor lxml: ``LineRecognizer`` must load and read without them."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules.update(tqdm=None, lxml=None, onnx=None, onnxruntime=None)\n"
+            "from text_recognizer.recognizer import LineRecognizer\n"
+            f"print(LineRecognizer().predict([{str(FIXTURES / 'line_00.png')!r}])[0])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0 and result.stdout.strip() == "hello world", result.stderr[-2000:]

@@ -14,18 +14,12 @@ from pathlib import Path
 
 import torch
 from PIL import Image
-from tqdm import tqdm
 
-from text_recognizer.batch import recognize_files
 from text_recognizer.checkpoint import CheckpointError, load_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.decode import DecodedLine, ctc_decode
 from text_recognizer.data.folder import open_image
-from text_recognizer.data.layout import LayoutError
-from text_recognizer.inputs import resolve_inputs
 from text_recognizer.models import ModelConfig, build_model
-from text_recognizer.outputs import FORMATS, ResultWriter
-from text_recognizer.page_output import transcribe_page, write_page
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -106,6 +100,8 @@ PROGRESS_THRESHOLD = 5
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from text_recognizer.outputs import FORMATS  # CLI-only modules are imported here: the API image lacks their deps
+
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
         description="Read the text of handwritten line images: files, folders or glob patterns ('lines/*.png').",
@@ -147,6 +143,12 @@ def _positive_int(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit status: 0 when every input was read, 1 when some were not (the rest are still read), 2 on
     a usage or checkpoint error."""
+    from tqdm import tqdm
+
+    from text_recognizer.batch import recognize_files
+    from text_recognizer.inputs import resolve_inputs
+    from text_recognizer.outputs import ResultWriter
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.page_xml and args.output_dir is None:
@@ -192,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _transcribe_pages(recognizer, files: list[Path], output_dir: Path) -> int:
     """``--page-xml``: transcribe each PAGE file into ``output_dir``; print ``input -> output`` per file and
     problems on stderr; return how many files or lines failed."""
+    from text_recognizer.data.layout import LayoutError
+    from text_recognizer.page_output import transcribe_page, write_page
+
     failures = 0
     targets = [output_dir / path.name for path in files]
     for path, target in zip(files, targets):
