@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.api.conftest import Server  # noqa: E402  (the same loopback uvicorn launcher as the tests)
-from text_recognizer.checkpoint import save_checkpoint  # noqa: E402
+from text_recognizer.checkpoint import Checkpoint, Provenance, save_checkpoint  # noqa: E402
 from text_recognizer.codec import Codec  # noqa: E402
 from text_recognizer.data.synthetic import render_line  # noqa: E402
 from text_recognizer.models import ModelConfig, build_model  # noqa: E402
@@ -62,8 +62,8 @@ def untrained_checkpoint(height: int, directory: Path) -> Path:
     config = ModelConfig(height=height, num_classes=codec.num_classes)
     torch.manual_seed(0)
     model = build_model(config)
-    return save_checkpoint({"model_config": config.to_dict(), "codec": codec.to_dict(), "loss": "ctc", "model_state": model.state_dict(),
-                            "metadata": {"data": "untrained (benchmark)", "val_cer": None, "epoch": 0, "step": 0}}, directory / "bench.pt")
+    bundle = Checkpoint(config, codec, model.state_dict(), provenance=Provenance(data="untrained (benchmark)", epoch=0, step=0))
+    return save_checkpoint(bundle, directory / "bench.pt")
 
 
 def png_lines(height: int) -> list[bytes]:

@@ -30,7 +30,7 @@ from text_recognizer.data.lines import EncodedLines, collate_lines  # noqa: E402
 from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
 from text_recognizer.models import ModelConfig, build_model  # noqa: E402
 from training.batching import bucketed_order, line_aspects, padding_efficiency  # noqa: E402
-from training.trainer import compute_loss  # noqa: E402
+from training.objective import compute_loss  # noqa: E402
 
 
 def render_synthetic_folder(folder: Path, count: int, height: int) -> Path:

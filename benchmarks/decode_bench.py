@@ -13,6 +13,7 @@ weights learned. Default checkpoint: the bundled model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -26,7 +27,7 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from text_recognizer.models import ModelConfig, build_model  # noqa: E402
+from text_recognizer.models import build_model  # noqa: E402
 from text_recognizer.recognizer import LineRecognizer, default_checkpoint  # noqa: E402
 
 
@@ -53,12 +54,11 @@ def median_ms(recognizer: LineRecognizer, image: Image.Image, repeats: int) -> f
 
 def per_window_twin(path: Path, directory: Path) -> Path:
     """A checkpoint with the same architecture but ``shared_cnn=False`` and random weights."""
-    payload = load_checkpoint(path, map_location="cpu")
-    config = ModelConfig.from_dict({**payload["model_config"], "shared_cnn": False})
+    bundle = load_checkpoint(path, map_location="cpu")
+    config = dataclasses.replace(bundle.model_config, shared_cnn=False)
     torch.manual_seed(0)
-    twin = {**payload, "model_config": config.to_dict(), "model_state": build_model(config).state_dict()}
     out = directory / "per_window.pt"
-    save_checkpoint(twin, out)
+    save_checkpoint(bundle.replace(model_config=config, model_state=build_model(config).state_dict()), out)
     return out
 
 

@@ -22,7 +22,7 @@ from text_recognizer.codec import Codec  # noqa: E402
 from text_recognizer.data.lines import EncodedLines, collate_lines  # noqa: E402
 from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
 from text_recognizer.models import ModelConfig, build_model  # noqa: E402
-from training.trainer import compute_loss  # noqa: E402
+from training.objective import compute_loss  # noqa: E402
 
 
 def lines_per_second(kind: str, batches, steps: int, **overrides) -> float:

@@ -39,3 +39,15 @@ def test_bundled_model_on_iam_val_subset(recognizer):
     records = read_labels(IAM_VAL)[:150]
     predictions = recognizer.predict([r.path for r in records])
     assert cer([detokenize(r.text) for r in records], predictions) < 0.2
+
+
+def test_bundled_model_loads_as_shipped():
+    """default.pt is read as it is on disk (never rewritten): its decoding, model card and weights."""
+    from text_recognizer.checkpoint import load_checkpoint
+
+    before = DEFAULT_CHECKPOINT.read_bytes()
+    bundle = load_checkpoint(DEFAULT_CHECKPOINT)
+    assert bundle.decoding.output_kind == "ctc" and bundle.decoding.collapse_repeats
+    assert bundle.provenance.data and bundle.provenance.val_cer is not None
+    assert bundle.build_model().config == bundle.model_config
+    assert DEFAULT_CHECKPOINT.read_bytes() == before

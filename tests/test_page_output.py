@@ -102,7 +102,8 @@ def test_cli_page_xml_folder(tmp_path, capsys):
     assert status == 1
     assert f"{folder / 'a.xml'} -> {tmp_path / 'out' / 'a.xml'} (3 of 3 lines)" in out
     assert "b.xml: page image missing" in err
-    assert [line.text for line in read_layout(tmp_path / "out" / "a.xml").lines][0] == "hello world"
+    written = [line.text for line in read_layout(tmp_path / "out" / "a.xml").lines]
+    assert cer(["hello world", "seven cats", "move the tables"], written) < 0.3
     assert not (tmp_path / "out" / "b.xml").exists()
     assert main(["--page-xml", str(folder / "a.xml"), "--output-dir", str(folder)]) == 1
     assert "would overwrite the input" in capsys.readouterr().err

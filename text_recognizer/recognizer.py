@@ -15,11 +15,9 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from text_recognizer.checkpoint import CheckpointError, load_checkpoint
-from text_recognizer.codec import Codec
+from text_recognizer.checkpoint import LOSS_OF_OUTPUT_KIND, CheckpointError, load_checkpoint
 from text_recognizer.ctc.decode import DecodedLine, ctc_decode
 from text_recognizer.data.folder import open_image
-from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -37,24 +35,27 @@ def default_checkpoint() -> Path:
 
 
 class LineRecognizer:
-    """Load a checkpoint once; ``predict`` images of single text lines."""
+    """Load a checkpoint once; ``predict`` images of single text lines.
+
+    ``checkpoint`` holds the whole bundle (``text_recognizer.checkpoint.Checkpoint``: model config,
+    codec, decoding, provenance, licence); ``config``, ``codec`` and ``metadata`` are short cuts into it.
+    """
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16):
-        path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
-        payload = load_checkpoint(path, map_location="cpu")
-        try:
-            self.config = ModelConfig.from_dict(payload["model_config"])
-            self.codec = Codec.from_dict(payload["codec"])
-            self.model = build_model(self.config)
-            self.model.load_state_dict(payload["model_state"])
-        except (ValueError, TypeError, KeyError, RuntimeError) as error:
-            raise CheckpointError(f"checkpoint {path} does not match this version's model: {error}") from error
-        self.path = path
-        self.loss = payload["loss"]
-        self.metadata = dict(payload.get("metadata", {}))
+        self.path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
+        self.checkpoint = load_checkpoint(self.path, map_location="cpu")
+        self.config = self.checkpoint.model_config
+        self.codec = self.checkpoint.codec
+        self.decoding = self.checkpoint.decoding
+        self.metadata = self.checkpoint.metadata
         self.device = torch.device(device)
-        self.model.to(self.device).eval()
+        self.model = self.checkpoint.build_model().to(self.device).eval()
         self.batch_size = batch_size
+
+    @property
+    def loss(self) -> str:
+        """The training loss that matches this model's outputs (``ctc`` or ``nll``); see ``decoding.output_kind``."""
+        return LOSS_OF_OUTPUT_KIND[self.decoding.output_kind]
 
     @property
     def height(self) -> int:
@@ -79,7 +80,7 @@ class LineRecognizer:
                 batch[row, :, :, : lines[i].shape[-1]] = lines[i]
             logits = self.model(batch.to(self.device), widths)  # (B, T, C)
             frames = self.model.output_lengths(widths)
-            decoded = ctc_decode(logits, self.codec, frames, collapse_repeats=self.loss == "ctc")
+            decoded = ctc_decode(logits, self.codec, frames, collapse_repeats=self.decoding.collapse_repeats)
             for i, line in zip(chunk, decoded):
                 results[i] = line
         return results  # type: ignore[return-value]

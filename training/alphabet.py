@@ -29,7 +29,6 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.checkpoint import load_checkpoint
 from text_recognizer.codec import DEFAULT_CHARSET, Codec
 from text_recognizer.data.folder import read_labels
 from text_recognizer.data.page import cut_layout_folder, is_layout_folder
@@ -132,11 +131,8 @@ def training_texts(config, model) -> list[str]:
 
 
 def resolve_alphabet(config) -> Alphabet:
-    """The alphabet an ``ExperimentConfig`` asks for (``--charset``); a resumed run keeps its own."""
+    """The alphabet an ``ExperimentConfig`` asks for (``--charset``); a resumed run keeps its checkpoint's."""
     data = config.data
-    if config.run.resume and config.run.run_dir and (Path(config.run.run_dir) / "last.pt").is_file():
-        payload = load_checkpoint(Path(config.run.run_dir) / "last.pt")
-        return Alphabet(Codec.from_dict(payload["codec"]), "the resumed run's")
     if data.charset == BUILTIN:
         return Alphabet(Codec(), "IAM's built-in characters, as the bundled model")
     if data.charset == FROM_DATA:

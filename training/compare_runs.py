@@ -4,10 +4,11 @@
     python training/compare_runs.py RUN_DIR RUN_DIR ... --plot cmp.png  # chosen runs
     python training/compare_runs.py training/logs --group optimizers --format markdown
 
-Reads each run directory's ``config.json``, ``metrics.jsonl`` and (when the run finished)
-``summary.json``; prints one row per run sorted by best validation CER, with the config values
-that differ between the runs, and writes a PNG with validation CER per epoch (and the smoothed
-training loss) of every run. Unfinished runs are shown from their ``metrics.jsonl``.
+Reads each run directory's ``config.json`` (with the changes of any ``--resume`` from
+``config_overrides.jsonl``), ``metrics.jsonl`` and (when the run finished) ``summary.json``; prints
+one row per run sorted by best validation CER, with the config values that differ between the runs,
+and writes a PNG with validation CER per epoch (and the smoothed training loss) of every run.
+Unfinished runs are shown from their ``metrics.jsonl``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ IGNORED_KEYS = {
     "run.name", "run.run_dir", "run.group", "run.resume", "run.progress", "run.checkpoint_every", "run.wandb",
     "run.wandb_project", "run.wandb_samples", "data.num_workers", "codec", "data_description",
 }
+
+OVERRIDES_FILE = "config_overrides.jsonl"  # each --resume's changes, written by training/trainer.py
 
 
 @dataclass
@@ -85,6 +88,17 @@ class Run:
         return [r["step"] / per_epoch if per_epoch else r["step"] for r in train], smoothed
 
 
+def _with_resume_overrides(path: Path, config: dict) -> dict:
+    """``config.json`` is the configuration a run started with; each ``--resume`` may have changed a few
+    fields since (its budget, say), recorded in ``config_overrides.jsonl``: apply them in order."""
+    history = path / OVERRIDES_FILE
+    for line in history.read_text(encoding="utf-8").splitlines() if history.exists() else []:
+        for change in json.loads(line)["overrides"].values():
+            section, name = change["field"].split(".", 1)
+            config.setdefault(section, {})[name] = change["given"]
+    return config
+
+
 def flatten(config: dict, prefix: str = "") -> dict:
     out = {}
     for key, value in config.items():
@@ -98,7 +112,7 @@ def flatten(config: dict, prefix: str = "") -> dict:
 
 def load_run(path: Path) -> Run:
     path = Path(path)
-    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    config = _with_resume_overrides(path, json.loads((path / "config.json").read_text(encoding="utf-8")))
     summary_path = path / "summary.json"
     summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else None
     run = Run(path, config, summary)

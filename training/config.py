@@ -3,6 +3,10 @@
 Each field's ``metadata`` carries its help text (and ``choices``/``flag`` where needed); the
 flag is the field name in kebab-case. The resolved config is saved as plain types in
 ``config.json`` and inside every checkpoint.
+
+A resumed run (``--resume``) keeps the configuration saved in its ``last.pt``: only the flags in
+``RESUME_OVERRIDES`` (budgets, logging, workers, device) may differ; ``resume_changes`` sorts the
+differences into allowed and refused ones.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.models.config import ModelConfig
@@ -25,23 +30,64 @@ DEVICES_HELP = "auto (cuda when available, else cpu), cpu, cuda, cuda:N"
 
 @dataclass(frozen=True)
 class DataConfig:
-    data: tuple[str, ...] = field(default=("synthetic",), metadata={"help": "training data: 'synthetic', 'iam' (official IAM lines, processed and cached on first use), 'emnist_lines', and/or dataset folders (images + labels.tsv, e.g. ../shared/data/iam/train)"})
-    val_data: tuple[str, ...] = field(default=(), metadata={"help": "validation folder(s); default: synthetic lines for --data synthetic, else a held-out --val-fraction of the training folders"})
-    val_fraction: float = field(default=0.05, metadata={"help": "share of the training folders held out for validation when --val-data is not given"})
+    data: tuple[str, ...] = field(default=("synthetic",), metadata={"help": (
+        "training data: 'synthetic', 'iam' (official IAM lines, processed and cached on first use), "
+        "'emnist_lines', and/or dataset folders (images + labels.tsv, e.g. ../shared/data/iam/train)"
+    )})
+    val_data: tuple[str, ...] = field(default=(), metadata={"help": (
+        "validation folder(s); default: synthetic lines for --data synthetic, else a held-out --val-fraction "
+        "of the training folders"
+    )})
+    val_fraction: float = field(default=0.05, metadata={"help": (
+        "share of the training folders held out for validation when --val-data is not given"
+    )})
     synthetic_train_lines: int = field(default=2000, metadata={"help": "synthetic lines per training epoch"})
     synthetic_val_lines: int = field(default=300, metadata={"help": "synthetic validation lines (a fixed set)"})
-    bad_samples: str = field(default="skip", metadata={"help": "what to do with unreadable, unknown-character or CTC-infeasible samples", "choices": ("skip", "error")})
-    bucket_batches: int = field(default=32, metadata={"help": "width-bucketed batches: each run of N batches' worth of shuffled lines is sorted by image width and cut into batches, which are then shuffled, so batches pad little (about 1.5x faster on IAM; training/batching.py); 0: plain shuffle. Needs widths from image headers (folder data), not synthetic lines"})
+    bad_samples: str = field(default="skip", metadata={"help": (
+        "what to do with unreadable, unknown-character or CTC-infeasible samples"
+    ), "choices": ("skip", "error")})
+    bucket_batches: int = field(default=32, metadata={"help": (
+        "width-bucketed batches: each run of N batches' worth of shuffled lines is sorted by image width and "
+        "cut into batches, which are then shuffled, so batches pad little (about 1.5x faster on IAM; "
+        "training/batching.py); 0: plain shuffle. Needs widths from image headers (folder data), not "
+        "synthetic lines"
+    )})
     num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes (0: load in the main process)"})
-    augment: bool = field(default=True, metadata={"help": "augment the training images (slant, elastic, ink/paper, ruled lines, blur, noise, JPEG; text_recognizer/data/augment.py); applies to folder and named datasets, never to validation; synthetic lines have their own variation and are not augmented"})
-    augment_p: float = field(default=1.0, metadata={"help": "share of training lines that are augmented (with --augment); the rest are shown clean"})
-    detokenize: bool = field(default=True, metadata={"help": "read folder labels with natural spacing: remove IAM's spaces around punctuation and clitics ('Leeds , Ontario' -> 'Leeds, Ontario'; text_recognizer/data/tokenization.py)"})
-    iam_archives: str = field(default="", metadata={"help": "for --data iam: folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip (IAM needs registration; default: the download cache, then download)"})
-    iam_train_extra: bool = field(default=False, metadata={"help": "for --data iam: also train on the lines in no official list whose writers are not in val/test"})
-    allow_unverified: bool = field(default=False, metadata={"help": "accept downloaded or local archives that have no sha256 recorded in data/raw/<dataset>/metadata.toml"})
-    charset: str = field(default="iam", metadata={"help": "the alphabet (training/alphabet.py): 'iam' (IAM's 79 built-in characters, as the bundled model), 'data' (the characters of the training labels seen at least --charset-min-count times; lines with the others are reported and skipped), or a UTF-8 file with one character per line"})
-    charset_min_count: int = field(default=1, metadata={"help": "with --charset data: leave out characters seen fewer times in the training labels (they are listed)"})
-    unicode_normalization: str = field(default="NFC", metadata={"help": "normalise folder and PAGE/ALTO labels (and a --charset file): NFC composes 'e' + accent into one character, NFD decomposes", "choices": ("NFC", "NFD", "none")})
+    augment: bool = field(default=True, metadata={"help": (
+        "augment the training images (slant, elastic, ink/paper, ruled lines, blur, noise, JPEG; "
+        "text_recognizer/data/augment.py); applies to folder and named datasets, never to validation; "
+        "synthetic lines have their own variation and are not augmented"
+    )})
+    augment_p: float = field(default=1.0, metadata={"help": (
+        "share of training lines that are augmented (with --augment); the rest are shown clean"
+    )})
+    detokenize: bool = field(default=True, metadata={"help": (
+        "read folder labels with natural spacing: remove IAM's spaces around punctuation and clitics ('Leeds "
+        ", Ontario' -> 'Leeds, Ontario'; text_recognizer/data/tokenization.py)"
+    )})
+    iam_archives: str = field(default="", metadata={"help": (
+        "for --data iam: folder with lines.tgz, ascii.tgz and "
+        "largeWriterIndependentTextLineRecognitionTask.zip (IAM needs registration; default: the download "
+        "cache, then download)"
+    )})
+    iam_train_extra: bool = field(default=False, metadata={"help": (
+        "for --data iam: also train on the lines in no official list whose writers are not in val/test"
+    )})
+    allow_unverified: bool = field(default=False, metadata={"help": (
+        "accept downloaded or local archives that have no sha256 recorded in data/raw/<dataset>/metadata.toml"
+    )})
+    charset: str = field(default="iam", metadata={"help": (
+        "the alphabet (training/alphabet.py): 'iam' (IAM's 79 built-in characters, as the bundled model), "
+        "'data' (the characters of the training labels seen at least --charset-min-count times; lines with the "
+        "others are reported and skipped), or a UTF-8 file with one character per line"
+    )})
+    charset_min_count: int = field(default=1, metadata={"help": (
+        "with --charset data: leave out characters seen fewer times in the training labels (they are listed)"
+    )})
+    unicode_normalization: str = field(default="NFC", metadata={"help": (
+        "normalise folder and PAGE/ALTO labels (and a --charset file): NFC composes 'e' + accent into one "
+        "character, NFD decomposes"
+    ), "choices": ("NFC", "NFD", "none")})
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.augment_p <= 1.0:
@@ -60,11 +106,25 @@ class OptimConfig:
     batch_size: int = field(default=16, metadata={"help": "lines per batch"})
     max_epochs: int = field(default=5, metadata={"help": "stop after this many epochs"})
     max_steps: int = field(default=0, metadata={"help": "stop after this many optimiser steps (0: no limit)"})
-    max_minutes: float = field(default=0.0, metadata={"help": "stop after this much training time, checked after each step (0: no limit)"})
+    max_minutes: float = field(default=0.0, metadata={"help": (
+        "stop after this much training time, checked after each step (0: no limit)"
+    )})
     grad_clip: float = field(default=5.0, metadata={"help": "clip the gradient norm to this value (0: off)"})
-    lr_schedule: str = field(default="cosine", metadata={"help": "learning-rate schedule over the planned steps", "choices": SCHEDULES})
+    lr_schedule: str = field(default="cosine", metadata={"help": (
+        "learning-rate schedule over the planned steps"
+    ), "choices": SCHEDULES})
+    cosine_floor: float = field(default=0.02, metadata={"help": (
+        "with --lr-schedule cosine: the learning rate it decays to, as a share of --lr"
+    )})
     warmup_steps: int = field(default=100, metadata={"help": "linear learning-rate warm-up steps"})
-    sortagrad: bool = field(default=True, metadata={"help": "SortaGrad: run the first epoch from short lines to long ones (by image width, else label length), later epochs shuffled (width-bucketed with --bucket-batches)"})
+    sortagrad: bool = field(default=True, metadata={"help": (
+        "SortaGrad: run the first epoch from short lines to long ones (by image width, else label length), "
+        "later epochs shuffled (width-bucketed with --bucket-batches)"
+    )})
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.cosine_floor <= 1.0:
+            raise ValueError(f"--cosine-floor must be a share of --lr in [0, 1], got {self.cosine_floor}")
 
 
 @dataclass(frozen=True)
@@ -72,34 +132,71 @@ class RunConfig:
     name: str = field(default="", metadata={"help": "run name (default: <model>-<data>-<timestamp>)"})
     run_dir: str = field(default="", metadata={"help": "run directory (default: training/logs/<name>)"})
     resume: bool = field(default=False, metadata={"help": "resume from <run-dir>/last.pt"})
-    init_from: str = field(default="", metadata={"help": "start from the weights of this checkpoint (fine-tuning; same architecture), with a fresh optimiser"})
+    init_from: str = field(default="", metadata={"help": (
+        "start from the weights of this checkpoint (fine-tuning; same architecture), with a fresh optimiser"
+    )})
     seed: int = field(default=0, metadata={"help": "random seed (data order, initialisation, dropout)"})
     device: str = field(default="auto", metadata={"help": DEVICES_HELP})
-    loss: str = field(default="ctc", metadata={"help": "ctc, or nll: the per-window cross-entropy baseline", "choices": LOSSES})
+    loss: str = field(default="ctc", metadata={"help": (
+        "ctc, or nll: the per-window cross-entropy baseline"
+    ), "choices": LOSSES})
     ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
-    overfit_batches: int = field(default=0, metadata={"help": "train and validate on the first N training batches only (debugging)"})
-    val_every: int = field(default=1, metadata={"help": "validate (and consider best.pt) every N epochs, and always when training stops: on a tight --max-minutes budget validation time is training time lost"})
-    early_stopping: int = field(default=0, metadata={"help": "stop when val CER has not improved for this many epochs (0: off)"})
-    max_bad_steps: int = field(default=5, metadata={"help": "stop after this many consecutive training steps with a non-finite loss or gradient (each is skipped and dumped to <run-dir>/bad_steps/; see docs/robustness.md)"})
-    blank_collapse_epochs: int = field(default=3, metadata={"help": "warn when validation predictions stay (almost) all blank for this many consecutive epochs (0: off)"})
-    checkpoint_every: int = field(default=200, metadata={"help": "also save last.pt every N steps within an epoch (0: only at epoch ends)"})
+    overfit_batches: int = field(default=0, metadata={"help": (
+        "train and validate on the first N training batches only (debugging)"
+    )})
+    val_batch_size: int = field(default=32, metadata={"help": (
+        "lines per validation batch, at least --batch-size (no gradients are kept, so it can be larger)"
+    )})
+    val_every: int = field(default=1, metadata={"help": (
+        "validate (and consider best.pt) every N epochs, and always when training stops: on a tight "
+        "--max-minutes budget validation time is training time lost"
+    )})
+    early_stopping: int = field(default=0, metadata={"help": (
+        "stop when val CER has not improved for this many epochs (0: off)"
+    )})
+    max_bad_steps: int = field(default=5, metadata={"help": (
+        "stop after this many consecutive training steps with a non-finite loss or gradient (each is skipped "
+        "and dumped to <run-dir>/bad_steps/; see docs/robustness.md)"
+    )})
+    blank_collapse_epochs: int = field(default=3, metadata={"help": (
+        "warn when validation predictions stay (almost) all blank for this many consecutive epochs (0: off)"
+    )})
+    checkpoint_every: int = field(default=200, metadata={"help": (
+        "also save last.pt every N steps within an epoch (0: only at epoch ends)"
+    )})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
-    group: str = field(default="", metadata={"help": "experiment group shared by related runs (W&B group; shown by compare_runs.py)"})
-    wandb: bool = field(default=False, metadata={"help": "log to Weights & Biases (respects WANDB_MODE/PROJECT/ENTITY/DIR; offline without an API key)"})
-    wandb_project: str = field(default="", metadata={"help": "W&B project (default: $WANDB_PROJECT, else text-recognizer)"})
-    wandb_samples: int = field(default=16, metadata={"help": "fixed validation lines logged as a W&B table every epoch"})
+    group: str = field(default="", metadata={"help": (
+        "experiment group shared by related runs (W&B group; shown by compare_runs.py)"
+    )})
+    wandb: bool = field(default=False, metadata={"help": (
+        "log to Weights & Biases (respects WANDB_MODE/PROJECT/ENTITY/DIR; offline without an API key)"
+    )})
+    wandb_project: str = field(default="", metadata={"help": (
+        "W&B project (default: $WANDB_PROJECT, else text-recognizer)"
+    )})
+    wandb_samples: int = field(default=16, metadata={"help": (
+        "fixed validation lines logged as a W&B table every epoch"
+    )})
 
     def __post_init__(self) -> None:
         if self.val_every < 1:
             raise ValueError(f"--val-every must be >= 1 (epochs between validations), got {self.val_every}")
+        if self.val_batch_size < 1:
+            raise ValueError(f"--val-batch-size must be >= 1, got {self.val_batch_size}")
 
 
 @dataclass(frozen=True)
 class InterCTCConfig:
     """Intermediate CTC losses (text_recognizer/ctc/interctc.py, docs/regularisers.md); off by default."""
 
-    layers: tuple[int, ...] = field(default=(), metadata={"help": "encoder blocks (numbered from 1: conv1.., then lstm1..) whose outputs get an intermediate CTC loss through the shared output head, e.g. 1 2"})
-    weights: tuple[float, ...] = field(default=(), metadata={"help": "one weight in (0, 1) per --interctc-layers entry, summing to < 1: loss = (1 - sum(w)) * L_final + sum(w_k * L_k)"})
+    layers: tuple[int, ...] = field(default=(), metadata={"help": (
+        "encoder blocks (numbered from 1: conv1.., then lstm1..) whose outputs get an intermediate CTC loss "
+        "through the shared output head, e.g. 1 2"
+    )})
+    weights: tuple[float, ...] = field(default=(), metadata={"help": (
+        "one weight in (0, 1) per --interctc-layers entry, summing to < 1: loss = (1 - sum(w)) * L_final + "
+        "sum(w_k * L_k)"
+    )})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(self.layers))
@@ -144,7 +241,9 @@ class ExperimentConfig:
 
 
 # Model fields whose flag differs from the field name, and fields that are not flags.
-_FLAG_NAMES = {("model", "kind"): "model", ("interctc", "layers"): "interctc_layers", ("interctc", "weights"): "interctc_weights"}
+_FLAG_NAMES = {
+    ("model", "kind"): "model", ("interctc", "layers"): "interctc_layers", ("interctc", "weights"): "interctc_weights",
+}
 _NOT_FLAGS = {("model", "num_classes")}
 _GROUPS = {
     "model": ("model", "architecture and window geometry"),
@@ -177,8 +276,12 @@ def _flag(section: str, name: str) -> str:
     return "--" + _FLAG_NAMES.get((section, name), name).replace("_", "-")
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """One argument group per config section, one flag per field, with help and defaults."""
+def add_config_arguments(parser: argparse.ArgumentParser, suppress_defaults: bool = False) -> None:
+    """One argument group per config section, one flag per field, with help and defaults.
+
+    With ``suppress_defaults`` a flag that is not given is absent from the parsed namespace, so the
+    namespace holds exactly what the command line said (what ``--resume`` applies to a saved config).
+    """
     defaults = ExperimentConfig()
     for section, (title, description) in _GROUPS.items():
         group = parser.add_argument_group(title, description)
@@ -187,7 +290,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         for f in fields(section_config):
             if (section, f.name) in _NOT_FLAGS:
                 continue
-            kwargs: dict = {"dest": f"{section}.{f.name}", "help": f.metadata.get("help", ""), "default": getattr(section_config, f.name)}
+            default = argparse.SUPPRESS if suppress_defaults else getattr(section_config, f.name)
+            kwargs: dict = {"dest": f"{section}.{f.name}", "help": f.metadata.get("help", ""), "default": default}
             hint = hints[f.name]
             origin = typing.get_origin(hint)
             if hint is bool:
@@ -209,15 +313,45 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, num_classes: int) -> ExperimentConfig:
     """Build the experiment config from parsed flags (validation happens in the dataclasses)."""
-    values: dict[str, dict] = {section: {} for section in _GROUPS}
-    for key, value in vars(args).items():
+    return with_flags(ExperimentConfig(model=ModelConfig(num_classes=num_classes)), vars(args))
+
+
+def with_flags(config: ExperimentConfig, flags: dict[str, Any]) -> ExperimentConfig:
+    """``config`` with parsed flags set: ``{"section.field": value}`` as ``add_config_arguments`` names them."""
+    values: dict[str, dict] = {}
+    for key, value in flags.items():
         if "." in key:
             section, name = key.split(".", 1)
-            values[section][name] = tuple(value) if isinstance(value, list) else value
-    return ExperimentConfig(
-        model=ModelConfig(**values["model"], num_classes=num_classes),
-        data=DataConfig(**values["data"]),
-        optim=OptimConfig(**values["optim"]),
-        run=RunConfig(**values["run"]),
-        interctc=InterCTCConfig(**values["interctc"]),
-    )
+            values.setdefault(section, {})[name] = tuple(value) if isinstance(value, list) else value
+    return dataclasses.replace(config, **{s: dataclasses.replace(getattr(config, s), **v) for s, v in values.items()})
+
+
+#: What ``--resume`` may change, as ``section.field``: the budget, logging, and where the run runs
+#: (workers, device, CTC implementation, checkpoint frequency). Everything else stays as saved.
+RESUME_OVERRIDES = (
+    "optim.max_minutes", "optim.max_epochs", "optim.max_steps",
+    "run.progress", "run.wandb", "run.wandb_project", "run.wandb_samples", "run.group",
+    "data.num_workers", "run.device", "run.ctc_impl", "run.checkpoint_every",
+)
+#: Which run to continue, not how it trains: never compared.
+_RUN_IDENTITY = ("run.resume", "run.run_dir", "run.name")
+
+
+def flag_name(key: str) -> str:
+    """The command-line flag of a ``section.field`` key (the key itself for fields that are not flags)."""
+    section, name = key.split(".", 1)
+    return key if (section, name) in _NOT_FLAGS else _flag(section, name)
+
+
+#: The same as flags: ``{"--max-minutes": "optim.max_minutes", ...}``.
+RESUME_OVERRIDE_FLAGS = {flag_name(key): key for key in RESUME_OVERRIDES}
+
+
+def resume_changes(saved: ExperimentConfig, given: ExperimentConfig) -> tuple[dict, dict]:
+    """``(allowed, refused)``: ``{flag: (saved value, given value)}`` for each field where ``given`` differs."""
+    before = {f"{s}.{k}": v for s, section in saved.to_dict().items() for k, v in section.items()}
+    after = {f"{s}.{k}": v for s, section in given.to_dict().items() for k, v in section.items()}
+    changed = [k for k in before if k not in _RUN_IDENTITY and before[k] != after[k]]
+    allowed = {flag_name(k): (before[k], after[k]) for k in changed if k in RESUME_OVERRIDES}
+    refused = {flag_name(k): (before[k], after[k]) for k in changed if k not in RESUME_OVERRIDES}
+    return allowed, refused

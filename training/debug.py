@@ -26,13 +26,13 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.checkpoint import CheckpointError, load_checkpoint
-from text_recognizer.ctc import ctc_loss, required_frames
+from text_recognizer.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from text_recognizer.ctc import ctc_loss
+from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.data.lines import LineBatch
-from text_recognizer.models import build_model
-from text_recognizer.models.config import ModelConfig
 from training.config import ExperimentConfig
 from training.guard import DUMP_KIND
+from training.objective import compute_loss, feasible_rows
 
 
 @dataclass
@@ -56,49 +56,62 @@ class Replay:
         return not math.isfinite(self.loss) or bool(self.nonfinite_grads) or not math.isfinite(self.grad_norm or 0.0)
 
     def report(self, trace: bool) -> str:
-        lines = [f"loss: {self.loss} (dump recorded {self.dump_loss}) -> {'reproduced' if self.reproduced else 'NOT reproduced'}; "
-                 f"the guard would {'skip' if self.step_is_bad else 'accept'} this step"]
+        lines = [
+            f"loss: {self.loss} (dump recorded {self.dump_loss}) -> "
+            f"{'reproduced' if self.reproduced else 'NOT reproduced'}; "
+            f"the guard would {'skip' if self.step_is_bad else 'accept'} this step"
+        ]
         if self.grad_norm is None:
             lines.append("gradients: not computed (the loss is non-finite; the training step skipped backward too)")
         else:
             lines.append(f"gradient norm (total, before clipping): {self.grad_norm}")
             lines += [f"  {norm:12.4g}  {name}" for name, norm in self.largest_grads]
-            lines.append(f"non-finite gradients: {len(self.nonfinite_grads)}" + (f" ({', '.join(self.nonfinite_grads[:5])})" if self.nonfinite_grads else ""))
+            lines.append(
+                f"non-finite gradients: {len(self.nonfinite_grads)}"
+                + (f" ({', '.join(self.nonfinite_grads[:5])})" if self.nonfinite_grads else "")
+            )
         if trace:
             if self.input_nonfinite:
                 lines.append("trace: the batch images themselves are non-finite (a data problem)")
             if self.first_nonfinite_module:
-                origin = "its input was finite: this module produced it" if self.first_module_input_finite else "its input was already non-finite"
-                lines.append(f"trace: first module with a non-finite forward output: {self.first_nonfinite_module} ({origin})")
+                origin = (
+                    "its input was finite: this module produced it"
+                    if self.first_module_input_finite
+                    else "its input was already non-finite"
+                )
+                lines.append(
+                    f"trace: first module with a non-finite forward output: {self.first_nonfinite_module} ({origin})"
+                )
             else:
                 lines.append("trace: every module's forward output is finite (look at the loss: try crosscheck)")
             if self.first_nonfinite_grad:
-                lines.append(f"trace: first parameter with a non-finite gradient (backward order): {self.first_nonfinite_grad} "
-                             "(the module just after it in the forward pass sent it back)")
+                lines.append(
+                    f"trace: first parameter with a non-finite gradient (backward order): {self.first_nonfinite_grad} "
+                    "(the module just after it in the forward pass sent it back)"
+                )
         return "\n".join(lines)
 
 
-def load_dump(path: str | Path) -> dict:
-    payload = load_checkpoint(path)
-    if payload.get("kind") != DUMP_KIND:
+def load_dump(path: str | Path) -> Checkpoint:
+    """A bad-step dump: the run's checkpoint bundle, with the step's facts in ``extra``."""
+    dump = load_checkpoint(path)
+    if dump.extra.get("kind") != DUMP_KIND:
         raise CheckpointError(f"{path} is a checkpoint but not a bad-step dump (no kind={DUMP_KIND!r})")
-    return payload
+    return dump
 
 
-def _batch(dump: dict, device: torch.device) -> LineBatch:
-    b = dump["batch"]
+def _batch(dump: Checkpoint, device: torch.device) -> LineBatch:
+    b = dump.extra["batch"]
     return LineBatch(b["images"], b["widths"], b["targets"], b["target_lengths"], list(b["texts"])).to(device)
 
 
-def _model(dump: dict, checkpoint: str | None, device: torch.device) -> torch.nn.Module:
+def _model(dump: Checkpoint, checkpoint: str | None, device: torch.device) -> torch.nn.Module:
     source = load_checkpoint(checkpoint) if checkpoint else dump
-    model = build_model(ModelConfig.from_dict(source["model_config"]))
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in source["model_state"].items()})
-    return model.to(device).train()  # the step ran in training mode (dropout, batch statistics)
+    return source.build_model().to(device).train()  # the step ran in training mode (dropout, batch statistics)
 
 
-def _restore_rng(dump: dict, device: torch.device) -> None:
-    rng = dump.get("rng") or {}
+def _restore_rng(dump: Checkpoint, device: torch.device) -> None:
+    rng = dump.extra.get("rng") or {}
     if "torch" in rng:
         torch.set_rng_state(rng["torch"])
     if device.type == "cuda" and "cuda" in rng:
@@ -122,21 +135,16 @@ def _finite(value) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in _tensors(value))
 
 
-def _compute_loss(model, batch: LineBatch, dump: dict):
-    """The step's loss exactly as ``fit`` computes it (the trainer's own ``compute_loss``)."""
-    from training.trainer import compute_loss
-
-    config = ExperimentConfig.from_dict(dump["config"])
-    extra = []
-    interctc_settings = getattr(config, "interctc", None)
-    if interctc_settings is not None:
-        from text_recognizer.ctc.interctc import InterCTC
-
-        extra.append(InterCTC.from_settings(interctc_settings.layers, interctc_settings.weights))
-    return compute_loss(model, batch, config.run.loss, config.run.ctc_impl, *extra)
+def _compute_loss(model, batch: LineBatch, dump: Checkpoint):
+    """The step's loss exactly as ``fit`` computes it (``training.objective.compute_loss``)."""
+    config = ExperimentConfig.from_dict(dump.provenance.recipe)
+    interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
+    return compute_loss(model, batch, config.run.loss, config.run.ctc_impl, interctc)
 
 
-def replay(dump_path: str | Path, checkpoint: str | None = None, trace: bool = False, device: str = "cpu", top: int = 5) -> Replay:
+def replay(
+    dump_path: str | Path, checkpoint: str | None = None, trace: bool = False, device: str = "cpu", top: int = 5
+) -> Replay:
     """Recompute a dumped step; with ``trace`` locate the first non-finite module output and gradient."""
     dump = load_dump(dump_path)
     dev = torch.device(device)
@@ -160,32 +168,50 @@ def replay(dump_path: str | Path, checkpoint: str | None = None, trace: bool = F
         for handle in handles:
             handle.remove()
     loss_value = float(loss.detach())
-    dump_loss = float(dump["loss_value"])
+    dump_loss = float(dump.extra["loss_value"])
     grad_norm, largest, bad, first_grad = None, [], [], ""
     if math.isfinite(loss_value):
         order: list[str] = []
         grad_handles = []
         if trace:
             for name, p in model.named_parameters():
-                grad_handles.append(p.register_hook(lambda g, name=name: (order.append(name) if not bool(torch.isfinite(g).all()) else None)))
+                grad_handles.append(
+                    p.register_hook(
+                        lambda g, name=name: (order.append(name) if not bool(torch.isfinite(g).all()) else None)
+                    )
+                )
         loss.backward()
         for handle in grad_handles:
             handle.remove()
         norms = {name: float(p.grad.norm()) for name, p in model.named_parameters() if p.grad is not None}
         grad_norm = math.sqrt(sum(v * v for v in norms.values())) if norms else 0.0
         largest = sorted(norms.items(), key=lambda kv: -kv[1] if math.isfinite(kv[1]) else -math.inf)[:top]
-        bad = [name for name, p in model.named_parameters() if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
+        bad = [
+            name
+            for name, p in model.named_parameters()
+            if p.grad is not None and not bool(torch.isfinite(p.grad).all())
+        ]
         first_grad = order[0] if order else ""
-    if dump["loss_finite"]:  # the step had a finite loss but a non-finite gradient
+    if dump.extra["loss_finite"]:  # the step had a finite loss but a non-finite gradient
         reproduced = math.isfinite(loss_value) and (bool(bad) or not math.isfinite(grad_norm))
     else:
         reproduced = not math.isfinite(loss_value)
-    return Replay(loss_value, dump_loss, reproduced, grad_norm, largest, bad,
-                  input_nonfinite=not _finite(batch.images), first_nonfinite_module=first_module,
-                  first_module_input_finite=first_input_finite, first_nonfinite_grad=first_grad)
+    return Replay(
+        loss_value,
+        dump_loss,
+        reproduced,
+        grad_norm,
+        largest,
+        bad,
+        input_nonfinite=not _finite(batch.images),
+        first_nonfinite_module=first_module,
+        first_module_input_finite=first_input_finite,
+        first_nonfinite_grad=first_grad,
+    )
 
 
 # -- crosscheck -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Crosscheck:
@@ -196,14 +222,19 @@ class Crosscheck:
     results: dict[str, dict] = field(default_factory=dict)
 
     def report(self) -> str:
-        lines = [f"logits: {'finite' if self.logits_finite else 'NON-FINITE (a modelling problem: run replay --trace)'}; "
-                 f"{self.used} feasible sample(s) scored"]
+        lines = [
+            f"logits: {'finite' if self.logits_finite else 'NON-FINITE (a modelling problem: run replay --trace)'}; "
+            f"{self.used} feasible sample(s) scored"
+        ]
         lines.append(f"{'implementation':<22} {'loss (sum)':>14} {'rel. dloss':>12} {'max |dgrad|':>12}  worst sample")
         for name, r in self.results.items():
             if "error" in r:
                 lines.append(f"{name:<22} unavailable: {r['error']}")
                 continue
-            lines.append(f"{name:<22} {r['loss']:>14.6g} {r['max_loss_diff']:>12.3g} {r['max_grad_diff']:>12.3g}  {r['worst_sample']}")
+            lines.append(
+                f"{name:<22} {r['loss']:>14.6g} {r['max_loss_diff']:>12.3g} {r['max_grad_diff']:>12.3g}  "
+                f"{r['worst_sample']}"
+            )
         verdict = self.verdict()
         lines.append(f"verdict: {verdict}")
         return "\n".join(lines)
@@ -214,10 +245,18 @@ class Crosscheck:
         if not self.logits_finite:
             return "the model's output is already non-finite: not a loss bug"
         if not math.isfinite(ref.get("loss", math.nan)):
-            return "the float64 reference is non-finite too: the targets cannot be aligned or the logits are extreme (modelling/data problem)"
+            return (
+                "the float64 reference is non-finite too: the targets cannot be aligned or the logits are extreme "
+                "(modelling/data problem)"
+            )
         worst = max((max(r["max_loss_diff"], r["max_grad_diff"]) for r in ok.values()), default=0.0)
         if not math.isfinite(worst) or worst > 1e-2:
-            bad = [k for k, r in ok.items() if not math.isfinite(max(r["max_loss_diff"], r["max_grad_diff"])) or max(r["max_loss_diff"], r["max_grad_diff"]) > 1e-2]
+            bad = [
+                k
+                for k, r in ok.items()
+                if not math.isfinite(max(r["max_loss_diff"], r["max_grad_diff"]))
+                or max(r["max_loss_diff"], r["max_grad_diff"]) > 1e-2
+            ]
             return f"{', '.join(bad)} disagree(s) with the float64 reference: suspect a loss bug"
         return "all implementations agree with the float64 reference: the loss is not the problem"
 
@@ -242,8 +281,7 @@ def crosscheck(dump_path: str | Path, checkpoint: str | None = None, device: str
     with torch.no_grad():
         logits = model(batch.images, batch.widths).detach().cpu()  # (B, T, C)
     frames = model.output_lengths(batch.widths).cpu()
-    needed = torch.tensor([required_frames(t) for t in batch.texts])
-    rows = (frames >= needed).nonzero().flatten()  # the samples the training step scored
+    rows = feasible_rows(frames, batch.texts)  # the samples the training step scored
     logits, targets = logits[rows], batch.targets.cpu()[rows]
     frames, lengths = frames[rows], batch.target_lengths.cpu()[rows]
     result = Crosscheck(bool(torch.isfinite(logits).all()), len(rows))
@@ -255,7 +293,12 @@ def crosscheck(dump_path: str | Path, checkpoint: str | None = None, device: str
         return per_sample.detach().double().cpu(), x.grad.detach().double().cpu()
 
     ref_loss, ref_grad = run("torch", torch.device("cpu"), torch.float64)
-    result.results["reference_float64"] = {"loss": float(ref_loss.sum()), "max_loss_diff": 0.0, "max_grad_diff": 0.0, "worst_sample": "-"}
+    result.results["reference_float64"] = {
+        "loss": float(ref_loss.sum()),
+        "max_loss_diff": 0.0,
+        "max_grad_diff": 0.0,
+        "worst_sample": "-",
+    }
     for name, (impl, where, dtype) in _available_impls(dev).items():
         try:
             loss, grad = run(impl, where, dtype)
@@ -267,7 +310,8 @@ def crosscheck(dump_path: str | Path, checkpoint: str | None = None, device: str
         per_sample = torch.maximum(loss_diff, grad_diff) if len(rows) else torch.zeros(0)
         worst = int(per_sample.argmax()) if len(rows) else -1
         result.results[name] = {
-            "loss": float(loss.sum()), "max_loss_diff": float(loss_diff.max()) if len(rows) else 0.0,
+            "loss": float(loss.sum()),
+            "max_loss_diff": float(loss_diff.max()) if len(rows) else 0.0,
             "max_grad_diff": float(grad_diff.max()) if len(rows) else 0.0,
             "worst_sample": f"{batch.texts[int(rows[worst])]!r}" if worst >= 0 else "-",
         }
@@ -278,29 +322,51 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """|a - b|, with matching infinities counted as equal and any other non-finite value as inf."""
     same = (a == b) | (torch.isnan(a) & torch.isnan(b))
     diff = (a - b).abs()
-    return torch.where(same, torch.zeros_like(diff), torch.where(torch.isfinite(diff), diff, torch.full_like(diff, math.inf)))
+    return torch.where(
+        same, torch.zeros_like(diff), torch.where(torch.isfinite(diff), diff, torch.full_like(diff, math.inf))
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.debug", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m training.debug",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (("replay", "recompute a dumped step (loss, gradient norms; --trace: where it goes non-finite)"),
-                            ("crosscheck", "compare every available CTC implementation on the dumped batch")):
+    for name, help_text in (
+        ("replay", "recompute a dumped step (loss, gradient norms; --trace: where it goes non-finite)"),
+        ("crosscheck", "compare every available CTC implementation on the dumped batch"),
+    ):
         command = commands.add_parser(name, help=help_text)
         command.add_argument("dump", help="a bad-step dump: <run_dir>/bad_steps/step_<N>.pt")
-        command.add_argument("--checkpoint", default=None, help="take the model weights from this checkpoint instead of the dump")
-        command.add_argument("--device", default="cpu", help="device to run on (cpu, cuda); the dump records the one training used as 'device'")
+        command.add_argument(
+            "--checkpoint", default=None, help="take the model weights from this checkpoint instead of the dump"
+        )
+        command.add_argument(
+            "--device",
+            default="cpu",
+            help="device to run on (cpu, cuda); the dump records the one training used as 'device'",
+        )
         if name == "replay":
-            command.add_argument("--trace", action="store_true", help="name the first module whose forward output is non-finite and the first parameter whose gradient is")
+            command.add_argument(
+                "--trace",
+                action="store_true",
+                help="name the first module whose forward output is non-finite and the first parameter whose "
+                "gradient is",
+            )
     args = parser.parse_args(argv)
     try:
         dump = load_dump(args.dump)
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"{args.dump}: step {dump['step']} (epoch {dump['epoch']}), {len(dump['batch']['texts'])} lines; "
-          f"trained on {dump.get('device', '?')}; recorded: {dump['reason']}; last checkpoint: {dump.get('checkpoint')}")
+    facts = dump.extra
+    print(
+        f"{args.dump}: step {facts['step']} (epoch {facts['epoch']}), {len(facts['batch']['texts'])} lines; "
+        f"trained on {facts.get('device', '?')}; recorded: {facts['reason']}; "
+        f"last checkpoint: {facts.get('checkpoint')}"
+    )
     try:
         if args.command == "replay":
             print(replay(args.dump, args.checkpoint, args.trace, args.device).report(args.trace))

@@ -4,7 +4,8 @@
         --data "IAM train + train_extra" --val-cer 0.131 --licence "non-commercial research (IAM)"
 
 The training state (optimiser, RNG, counters) is dropped, float weights are stored in float32,
-and the metadata that ``/v1/model`` and the recognizer report is set from the flags.
+and the model card that ``/v1/model`` and the recognizer report (the checkpoint's provenance and
+licence) is set from the flags; the training recipe stays in the provenance.
 
 ``--format torchscript`` or ``--format onnx`` writes a model that runs without this package
 (dynamic batch and width; inputs, outputs and the embedded charset: ``text_recognizer/export.py``):
@@ -15,6 +16,7 @@ and the metadata that ``/v1/model`` and the recognizer report is set from the fl
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -25,17 +27,22 @@ from text_recognizer.checkpoint import load_checkpoint, save_checkpoint  # noqa:
 from text_recognizer.export import FORMATS as EXPORT_FORMATS, export_recognizer  # noqa: E402
 
 
-def export(source: Path, target: Path, metadata: dict) -> Path:
-    payload = load_checkpoint(source)
-    state = {k: v.float() if v.is_floating_point() else v for k, v in payload["model_state"].items()}
-    kept = {k: payload[k] for k in ("model_config", "codec", "loss")}
-    merged = {**payload.get("metadata", {}), **{k: v for k, v in metadata.items() if v is not None}}
-    return save_checkpoint({**kept, "model_state": state, "metadata": merged}, target)
+def export(source: Path, target: Path, card: dict) -> Path:
+    """Copy ``source`` to ``target`` for serving; ``card`` sets provenance fields and ``licence`` (None: keep)."""
+    bundle = load_checkpoint(source)
+    card = {k: v for k, v in card.items() if v is not None}
+    licence = card.pop("licence", bundle.licence)
+    state = {k: v.float() if v.is_floating_point() else v for k, v in bundle.model_state.items()}
+    provenance = dataclasses.replace(bundle.provenance, **card)
+    return save_checkpoint(
+        bundle.replace(model_state=state, train_state=None, extra={}, provenance=provenance, licence=licence), target
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="export_model.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="export_model.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("source", type=Path, help="training checkpoint (best.pt)")
     parser.add_argument("target", type=Path, help="where to write the serving checkpoint")
     parser.add_argument("--data", default=None, help="training data description")
@@ -60,10 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"exported {args.source} -> {path} ({args.format}, {path.stat().st_size / 2**20:.1f} MiB)")
         return 0
-    path = export(args.source, args.target, {
-        "data": args.data, "val_cer": args.val_cer, "val_data": args.val_data,
-        "licence": args.licence, "version": args.version,
-    })
+    card = {"data": args.data, "val_cer": args.val_cer, "val_data": args.val_data, "licence": args.licence,
+            "model_version": args.version}
+    path = export(args.source, args.target, card)
     print(f"exported {args.source} -> {path} ({path.stat().st_size / 2**20:.1f} MiB)")
     return 0
 

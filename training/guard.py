@@ -13,8 +13,8 @@ logger's ``log_event``, so W&B too) and dumped to ``<run_dir>/bad_steps/step_<N>
 (images, widths, targets, lengths, texts), the step, the loss, which gradients were non-finite, the
 RNG state before the step, the model exactly as the step saw it, and a reference to the last
 checkpoint (which holds the optimiser state; a skipped step does not change it). The dump is a
-valid checkpoint (plain types, ``torch.load(..., weights_only=True)``), so
-``python -m training.debug replay DUMP`` can reproduce the step without anything else.
+valid checkpoint (``text_recognizer.checkpoint``: the run's bundle with the step's weights, the rest in
+``extra``), so ``python -m training.debug replay DUMP`` can reproduce the step without anything else.
 
 After ``max_bad_steps`` consecutive bad steps ``should_stop()`` is true and ``fit`` saves ``last.pt``
 and raises ``TrainingError(guard.stop_message(...))``, which names the dumps.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.checkpoint import save_checkpoint
+from text_recognizer.checkpoint import Checkpoint, save_checkpoint
 
 DUMP_DIR = "bad_steps"
 DUMP_KIND = "text_recognizer.bad_step"
@@ -90,7 +90,8 @@ class NonFiniteGuard:
         norm = float(grad_norm) if grad_norm is not None else float("nan")
         if math.isfinite(norm):
             return None
-        bad = [name for name, p in model.named_parameters() if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
+        bad = [name for name, p in model.named_parameters()
+               if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
         return Problem(loss_value, True, norm, bad)
 
     def good_step(self) -> None:
@@ -98,11 +99,11 @@ class NonFiniteGuard:
         self.streak_dumps = []
 
     def record(self, problem: Problem, *, model, optimizer, batch, step: int, epoch: int, batch_in_epoch: int,
-               total_bad: int, payload: dict, checkpoint: Path | None) -> Path | None:
+               total_bad: int, bundle: Checkpoint, checkpoint: Path | None) -> Path | None:
         """Handle a bad step: restore buffers, drop gradients, write the dump, log; return the dump path.
 
-        ``payload`` holds the checkpoint fields that rebuild the model (``model_config``, ``codec``,
-        ``loss``, ``config``); ``checkpoint`` is the last saved ``last.pt`` (or ``None``).
+        ``bundle`` is the run's checkpoint (model config, codec, decoding, recipe; its weights are
+        replaced by the model's as the step saw them); ``checkpoint`` is the last saved ``last.pt`` (or ``None``).
         """
         with torch.no_grad():
             for buffer, saved in zip(model.buffers(), self._buffers):
@@ -112,10 +113,8 @@ class NonFiniteGuard:
         path = None
         if total_bad <= self.max_dumps:
             path = dump_path(self.run_dir, step)
-            save_checkpoint({
-                **payload,
+            save_checkpoint(bundle.replace(train_state=None, model_state=model.state_dict(), extra={
                 "kind": DUMP_KIND,
-                "model_state": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                 "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch,
                 "loss_value": problem.loss, "loss_finite": problem.loss_finite,
                 "grad_norm": problem.grad_norm, "nonfinite_grads": list(problem.nonfinite_grads),
@@ -129,7 +128,7 @@ class NonFiniteGuard:
                 "device": str(batch.images.device),
                 "lr": [group["lr"] for group in optimizer.param_groups],
                 "checkpoint": str(checkpoint) if checkpoint is not None and Path(checkpoint).exists() else None,
-            }, path)
+            }), path)
             self.streak_dumps.append(path)
         event = {"event": "bad_step", "bad_steps": total_bad, "consecutive_bad_steps": self.consecutive,
                  "loss": problem.loss if problem.loss_finite else str(problem.loss),
@@ -138,7 +137,8 @@ class NonFiniteGuard:
         for logger in self.loggers:
             logger.log_event(step, event)
         where = f"; dumped to {path}" if path else f" (no dump: more than {self.max_dumps} already)"
-        print(f"warning: step {step} skipped: {problem.describe()} [{self.consecutive} in a row, {total_bad} in this run]{where}")
+        print(f"warning: step {step} skipped: {problem.describe()} "
+              f"[{self.consecutive} in a row, {total_bad} in this run]{where}")
         return path
 
     def should_stop(self) -> bool:
@@ -184,18 +184,22 @@ def collapse_advice(config, epochs: int, steps: int, share: float, frames_per_fr
     if o.lr <= 0:
         lines.append(f"  - learning rate: --lr is {o.lr}: nothing can be learned; use e.g. --lr 1e-3")
     else:
-        lines.append(f"  - learning rate: --lr {o.lr:g} may be too high (try {o.lr / 3:.2g}) or too low if the training loss is flat "
-                     f"(try {o.lr * 3:.2g}); a longer warm-up helps (--warmup-steps {max(200, 2 * o.warmup_steps)}, now {o.warmup_steps})")
+        lines.append(f"  - learning rate: --lr {o.lr:g} may be too high (try {o.lr / 3:.2g}) or too low if the "
+                     f"training loss is flat (try {o.lr * 3:.2g}); a longer warm-up helps "
+                     f"(--warmup-steps {max(200, 2 * o.warmup_steps)}, now {o.warmup_steps})")
     if o.optimizer in ("adam", "adamw"):
         lines.append(f"  - optimizer: --optimizer {o.optimizer}; RMSprop (--optimizer rmsprop) is often kinder to CTC")
     else:
         lines.append("  - optimizer: rmsprop already; check --grad-clip (now "
-                     f"{o.grad_clip:g}) and --weight-decay (now {o.weight_decay:g}); Adam with a lower LR is an alternative")
+                     f"{o.grad_clip:g}) and --weight-decay (now {o.weight_decay:g}); "
+                     "Adam with a lower LR is an alternative")
     if frames_per_frame_needed is not None:
-        advice = (f"  - window stride: --window-stride {m.window_stride} px gives {frames_per_frame_needed:.1f} frames per frame the "
-                  "labels need (len + repeats) on validation lines")
+        advice = (f"  - window stride: --window-stride {m.window_stride} px gives {frames_per_frame_needed:.1f} frames "
+                  "per frame the labels need (len + repeats) on validation lines")
         if frames_per_frame_needed < 2.0:
-            advice += f"; below ~2 CTC has little room for blanks: lower --window-stride (e.g. {max(1, m.window_stride // 2)})"
+            advice += ("; below ~2 CTC has little room for blanks: lower --window-stride "
+                       f"(e.g. {max(1, m.window_stride // 2)})")
         lines.append(advice)
-    lines.append("  - data: check that labels match their images (python -m training.debug on a dump, or look at the val samples)")
+    lines.append("  - data: check that labels match their images "
+                 "(python -m training.debug on a dump, or look at the val samples)")
     return "\n".join(lines)

@@ -5,6 +5,11 @@
     python training/run_experiment.py --data iam --iam-archives DIR --allow-unverified   # official IAM split
     python training/run_experiment.py --data emnist_lines       # EMNIST Lines (downloads EMNIST once)
     python training/run_experiment.py --help                # every flag, grouped, with defaults
+    python training/run_experiment.py --resume --run-dir DIR [--max-minutes N ...]   # continue a run
+
+``--resume`` continues the run in DIR with the configuration saved in its ``last.pt``; only the flags in
+``training.config.RESUME_OVERRIDES`` (budgets, logging, workers, device) may be given with other values,
+and each resume's changes are appended to ``DIR/config_overrides.jsonl``.
 """
 
 from __future__ import annotations
@@ -22,17 +27,17 @@ from text_recognizer.data.checks import DataCheckError  # noqa: E402
 from text_recognizer.data.download import DownloadError  # noqa: E402
 from text_recognizer.data.folder import DatasetFormatError  # noqa: E402
 from training.alphabet import resolve_alphabet, with_alphabet  # noqa: E402
-from training.config import add_config_arguments, config_from_args  # noqa: E402
-from training.trainer import TrainingError, fit  # noqa: E402
+from training.config import add_config_arguments, config_from_args, with_flags  # noqa: E402
+from training.trainer import TrainingError, fit, run_directory, saved_config  # noqa: E402
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="run_experiment.py",
-        description="Train a handwritten text-line recognizer (CRNN + CTC) and save best.pt / last.pt in a run directory.",
+        description="Train a handwritten text-line recognizer (CRNN + CTC); best.pt / last.pt go to a run directory.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    add_config_arguments(parser)
+    add_config_arguments(parser, suppress_defaults)
     return parser
 
 
@@ -40,14 +45,22 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config = config_from_args(args, num_classes=Codec().num_classes)
-        alphabet = resolve_alphabet(config)  # --charset: built-in, from the labels, or a file
-        print(alphabet.summary())
-        codec, config = alphabet.codec, with_alphabet(config, alphabet.codec)
+        if config.run.resume:  # the saved configuration, with the flags actually given on the command line
+            given = vars(build_parser(suppress_defaults=True).parse_args(argv))
+            config, codec = with_flags(saved_config(run_directory(config)), given), None  # codec: the checkpoint's
+        else:
+            alphabet = resolve_alphabet(config)  # --charset: built-in, from the labels, or a file
+            print(alphabet.summary())
+            codec, config = alphabet.codec, with_alphabet(config, alphabet.codec)
         loggers = []
         if config.run.wandb:
             from training.wandb_logger import WandbLogger
 
-            loggers.append(WandbLogger(project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples))
+            loggers.append(
+                WandbLogger(
+                    project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples
+                )
+            )
         summary = fit(config, loggers=loggers, codec=codec)
     except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError, DownloadError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -127,10 +127,10 @@ def test_fine_tune_bundled_model_to_german_and_french(tmp_path, capsys):
     out = capsys.readouterr().out
     assert status == 0, out
     assert "beyond IAM's" in out and "new characters start untrained" in out
-    payload = load_checkpoint(run_dir / "best.pt")
-    charset = payload["codec"]["charset"]
+    bundle = load_checkpoint(run_dir / "best.pt")
+    charset = bundle.codec.charset
     assert set("äöüßéèêàçÄ") & set(charset) == set("äöüßéèêàçÄ")
-    assert payload["model_config"]["num_classes"] == len(charset) + 1
+    assert bundle.model_config.num_classes == len(charset) + 1
     assert json.loads((run_dir / "config.json").read_text())["data"]["charset"] == "data"
     recognizer = LineRecognizer(run_dir / "best.pt")
     assert len(recognizer.predict([folder / "line_0.png"])) == 1  # decodes with the new alphabet

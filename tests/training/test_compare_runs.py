@@ -93,3 +93,12 @@ def test_curves_against_minutes_from_a_real_run(tmp_path, capsys):
     plot = tmp_path / "minutes.png"
     assert cr.main([str(tmp_path / "logs"), "--x", "minutes", "--plot", str(plot)]) == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_resumed_run_shows_its_overridden_budget(tmp_path):
+    """config.json keeps the starting configuration; the budget a --resume changed is applied on top."""
+    fit(tiny_config(tmp_path / "run", optim={"max_steps": 1, "max_epochs": 1}))
+    fit(tiny_config(tmp_path / "run", optim={"max_steps": 2, "max_epochs": 2}, run={"resume": True}))
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["optim"]["max_steps"] == 1
+    config = cr.load_run(tmp_path / "run").config
+    assert (config["optim"]["max_steps"], config["optim"]["max_epochs"]) == (2, 2)

@@ -34,19 +34,22 @@ def run(tmp_path_factory):
 
 def _corrupted_checkpoint(run_dir: Path, parameter: str, value: float) -> Path:
     """last.pt (clean weights) with one element of ``parameter`` set to ``value``."""
-    payload = load_checkpoint(run_dir / "last.pt")
-    state = dict(payload["model_state"])
+    bundle = load_checkpoint(run_dir / "last.pt")
+    state = dict(bundle.model_state)
     state[parameter] = state[parameter].clone()
     state[parameter].view(-1)[0] = value
     path = run_dir / f"corrupt_{parameter}.pt"
-    save_checkpoint({k: payload[k] for k in ("model_config", "codec", "loss", "config")} | {"model_state": state}, path)
+    save_checkpoint(bundle.replace(model_state=state, train_state=None), path)
     return path
 
 
-@pytest.mark.parametrize("parameter, module", [
-    ("window_cnn.conv.4.weight", "window_cnn.conv.4"),
-    ("head.weight", "head"),
-])
+@pytest.mark.parametrize(
+    "parameter, module",
+    [
+        ("window_cnn.conv.4.weight", "window_cnn.conv.4"),
+        ("head.weight", "head"),
+    ],
+)
 def test_trace_names_the_first_module_with_a_non_finite_output(run, parameter, module):
     run_dir, dump = run
     result = replay(dump, checkpoint=str(_corrupted_checkpoint(run_dir, parameter, float("inf"))), trace=True)
@@ -59,7 +62,11 @@ def test_trace_names_the_first_non_finite_gradient(run):
     # An infinite LSTM input weight saturates the gates: every forward output stays finite, the loss
     # too, but the LSTM's backward sends non-finite gradients to everything before it. In backward
     # order the first parameter to receive one is the LayerNorm right in front of the LSTM.
-    result = replay(dump, checkpoint=str(_corrupted_checkpoint(run_dir, "encoder.blocks.lstm1.forward_lstm.weight_ih_l0", float("inf"))), trace=True)
+    result = replay(
+        dump,
+        checkpoint=str(_corrupted_checkpoint(run_dir, "encoder.blocks.lstm1.forward_lstm.weight_ih_l0", float("inf"))),
+        trace=True,
+    )
     assert result.first_nonfinite_module == "" and torch.isfinite(torch.tensor(result.loss))
     assert result.step_is_bad and not result.reproduced  # a different failure than the dumped one (NaN loss)
     assert result.first_nonfinite_grad == "encoder.blocks.lstm1.norm.weight"
@@ -73,7 +80,10 @@ def test_crosscheck_in_process(run, capsys, monkeypatch):
     run_dir, dump = run
     clean = crosscheck(dump, checkpoint=str(run_dir / "last.pt"))
     assert clean.logits_finite and clean.used == 4
-    assert clean.results["torch_float32"]["max_loss_diff"] < 1e-3 and clean.results["torch_float32"]["max_grad_diff"] < 1e-4
+    assert (
+        clean.results["torch_float32"]["max_loss_diff"] < 1e-3
+        and clean.results["torch_float32"]["max_grad_diff"] < 1e-4
+    )
     assert "agree" in clean.verdict()
     broken = crosscheck(dump)  # the dump's own model: NaN logits
     assert not broken.logits_finite and "not a loss bug" in broken.verdict()
@@ -87,7 +97,11 @@ def test_crosscheck_with_the_triton_interpreter(run):
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONWARNINGS="ignore")
     result = subprocess.run(
         [sys.executable, "-m", "training.debug", "crosscheck", str(dump), "--checkpoint", str(run_dir / "last.pt")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     row = next(line for line in result.stdout.splitlines() if line.startswith("triton_interpreter"))

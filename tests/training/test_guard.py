@@ -61,12 +61,13 @@ def test_bad_step_is_skipped_dumped_and_replayed(tmp_path, capsys):
     # training went on: all 4 steps ran, one was skipped
     assert summary["steps"] == 4 and summary["bad_steps"] == 1, summary
     assert summary["final_val_cer"] is not None
-    assert _finite_state(load_checkpoint(run / "last.pt")["model_state"])
+    assert _finite_state(load_checkpoint(run / "last.pt").model_state)
     dump_file = run / "bad_steps" / "step_0000003.pt"
     assert sorted(p.name for p in (run / "bad_steps").iterdir()) == [dump_file.name]
     assert "step 3 skipped: non-finite loss nan" in capsys.readouterr().out
 
-    dump = torch.load(dump_file, weights_only=True)  # plain types only
+    raw = torch.load(dump_file, weights_only=True)  # plain types only
+    dump = {**raw["extra"], "model_state": raw["model_state"]}  # a checkpoint bundle, the step's facts in extra
     assert dump["step"] == 3 and dump["epoch"] == 1 and not dump["loss_finite"] and math.isnan(dump["loss_value"])
     assert dump["batch"]["images"].shape[0] == len(dump["batch"]["texts"]) == 4
     assert dump["batch"]["target_lengths"].tolist() == [len(t) for t in dump["batch"]["texts"]]
@@ -110,14 +111,14 @@ def test_consecutive_bad_steps_stop_cleanly_and_resume(tmp_path):
         assert str(run / "bad_steps" / f"step_{step:07d}.pt") in message
     assert "python -m training.debug replay" in message and "--resume" in message
     # last.pt: the model before the first bad step (its updates were skipped), positioned after the bad batches
-    payload = load_checkpoint(run / "last.pt")
-    assert _finite_state(payload["model_state"])
-    counters = payload["train_state"]["counters"]
+    bundle = load_checkpoint(run / "last.pt")
+    assert _finite_state(bundle.model_state)
+    counters = bundle.train_state["counters"]
     assert counters["step"] == 3 and counters["bad_steps"] == 2 and counters["batch_in_epoch"] == 3
 
     summary = fit(config(resume=True))
     assert summary["steps"] == 4 and summary["bad_steps"] == 2 and summary["epochs"] == 1
-    assert _finite_state(load_checkpoint(run / "last.pt")["model_state"])
+    assert _finite_state(load_checkpoint(run / "last.pt").model_state)
 
 
 def test_guard_check_finds_non_finite_gradients_with_a_finite_loss(tmp_path):

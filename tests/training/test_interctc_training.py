@@ -15,7 +15,8 @@ from text_recognizer.data.lines import collate_lines
 from text_recognizer.models import build_model
 from training.config import ExperimentConfig, InterCTCConfig, add_config_arguments, config_from_args
 from training.loggers import Logger
-from training.trainer import compute_loss, fit
+from training.objective import compute_loss
+from training.trainer import fit
 from training.wandb_logger import WandbLogger
 
 from .helpers import TINY_FLAGS, tiny_config
@@ -29,8 +30,13 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def both_config(run_dir, **overrides):
     overrides["data"] = {"synthetic_train_lines": 8, "synthetic_val_lines": 4, **overrides.get("data", {})}
     config = tiny_config(run_dir, model=BOTH["model"], **overrides)
-    return ExperimentConfig(model=config.model, data=config.data, optim=config.optim, run=config.run,
-                            interctc=InterCTCConfig(**BOTH["interctc"]))
+    return ExperimentConfig(
+        model=config.model,
+        data=config.data,
+        optim=config.optim,
+        run=config.run,
+        interctc=InterCTCConfig(**BOTH["interctc"]),
+    )
 
 
 class Recorder(Logger):
@@ -57,7 +63,9 @@ def test_short_training_run_with_both_on(tmp_path, capsys):
     for metrics in recorder.train:
         assert {"interctc_conv1_loss", "interctc_conv2_loss", "final_loss"} <= set(metrics)
         assert metrics["loss"] == pytest.approx(
-            0.7 * metrics["final_loss"] + 0.2 * metrics["interctc_conv1_loss"] + 0.1 * metrics["interctc_conv2_loss"], rel=1e-4)
+            0.7 * metrics["final_loss"] + 0.2 * metrics["interctc_conv1_loss"] + 0.1 * metrics["interctc_conv2_loss"],
+            rel=1e-4,
+        )
     for metrics in recorder.val:
         for name in ("conv1", "conv2"):
             assert 0.0 <= metrics[f"val_interctc_{name}_cer"] and metrics[f"val_interctc_{name}_loss"] > 0
@@ -68,14 +76,19 @@ def test_short_training_run_with_both_on(tmp_path, capsys):
     assert saved["stochastic_depth_probs"] == pytest.approx({"conv1": 0.1, "conv2": 0.2, "lstm1": 0.3})
     assert saved["interctc"] == {"layers": [1, 2], "weights": [0.2, 0.1]}
     assert recorder.info["stochastic_depth_probs"] == saved["stochastic_depth_probs"]
-    payload = load_checkpoint(tmp_path / "run" / "best.pt")
-    assert payload["model_config"]["stochastic_depth"] == 0.3
-    assert ExperimentConfig.from_dict(payload["config"]).interctc.layers == (1, 2)
+    bundle = load_checkpoint(tmp_path / "run" / "best.pt")
+    assert bundle.model_config.stochastic_depth == 0.3
+    assert ExperimentConfig.from_dict(bundle.provenance.recipe).interctc.layers == (1, 2)
 
 
 def test_off_by_default_logs_nothing_extra(tmp_path):
     recorder = Recorder()
-    fit(tiny_config(tmp_path / "run", data={"synthetic_train_lines": 8, "synthetic_val_lines": 4}, optim={"max_steps": 1}), loggers=[recorder])
+    fit(
+        tiny_config(
+            tmp_path / "run", data={"synthetic_train_lines": 8, "synthetic_val_lines": 4}, optim={"max_steps": 1}
+        ),
+        loggers=[recorder],
+    )
     assert not any("interctc" in k for m in recorder.train + recorder.val for k in m)
     assert "stochastic_depth_probs" not in json.loads((tmp_path / "run" / "config.json").read_text())
 
@@ -94,7 +107,9 @@ def test_compute_loss_composes_the_total():
         plain, _ = compute_loss(model, batch, "ctc", "torch")
         total, info = compute_loss(model, batch, "ctc", "torch", interctc)
     assert info["final_loss"] == pytest.approx(float(plain))
-    assert float(total) == pytest.approx(0.5 * float(plain) + 0.2 * info["interctc"][1] + 0.3 * info["interctc"][3], rel=1e-5)
+    assert float(total) == pytest.approx(
+        0.5 * float(plain) + 0.2 * info["interctc"][1] + 0.3 * info["interctc"][3], rel=1e-5
+    )
 
 
 def test_resume_is_exact_with_stochastic_depth(tmp_path):
@@ -104,16 +119,31 @@ def test_resume_is_exact_with_stochastic_depth(tmp_path):
     fit(both_config(tmp_path / "b", optim={"max_epochs": 2}, run={"seed": 4}), loggers=[StopAtStep(3)])
     resumed = fit(both_config(tmp_path / "b", optim={"max_epochs": 2}, run={"seed": 4, "resume": True}))
     assert resumed["steps"] == straight["steps"] == 4
-    a = load_checkpoint(tmp_path / "a" / "last.pt")["model_state"]
-    b = load_checkpoint(tmp_path / "b" / "last.pt")["model_state"]
+    a = load_checkpoint(tmp_path / "a" / "last.pt").model_state
+    b = load_checkpoint(tmp_path / "b" / "last.pt").model_state
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_flags_and_config_errors():
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)
-    args = parser.parse_args([*TINY_FLAGS, "--conv-blocks", "2", "--interctc-layers", "2", "--interctc-weights", "0.3",
-                              "--stochastic-depth", "0.2", "--stochastic-depth-mode", "uniform", "--stochastic-depth-start", "2"])
+    args = parser.parse_args(
+        [
+            *TINY_FLAGS,
+            "--conv-blocks",
+            "2",
+            "--interctc-layers",
+            "2",
+            "--interctc-weights",
+            "0.3",
+            "--stochastic-depth",
+            "0.2",
+            "--stochastic-depth-mode",
+            "uniform",
+            "--stochastic-depth-start",
+            "2",
+        ]
+    )
     config = config_from_args(args, Codec().num_classes)
     assert config.interctc == InterCTCConfig(layers=(2,), weights=(0.3,))
     assert config.model.stochastic_depth_probs() == [0.0, 0.2, 0.2]
@@ -122,13 +152,24 @@ def test_flags_and_config_errors():
     del old["interctc"]
     assert ExperimentConfig.from_dict(old).interctc == InterCTCConfig()  # configs from before InterCTC
     with pytest.raises(ValueError, match=r"layers \[4\] do not exist: the encoder has 3 blocks"):
-        config_from_args(parser.parse_args([*TINY_FLAGS, "--conv-blocks", "2", "--interctc-layers", "4", "--interctc-weights", "0.3"]), 80)
+        config_from_args(
+            parser.parse_args(
+                [*TINY_FLAGS, "--conv-blocks", "2", "--interctc-layers", "4", "--interctc-weights", "0.3"]
+            ),
+            80,
+        )
     with pytest.raises(ValueError, match="one weight per layer"):
-        config_from_args(parser.parse_args([*TINY_FLAGS, "--interctc-layers", "1", "2", "--interctc-weights", "0.3"]), 80)
+        config_from_args(
+            parser.parse_args([*TINY_FLAGS, "--interctc-layers", "1", "2", "--interctc-weights", "0.3"]), 80
+        )
     with pytest.raises(ValueError, match="needs --loss ctc"):
-        config_from_args(parser.parse_args([*TINY_FLAGS, "--loss", "nll", "--interctc-layers", "1", "--interctc-weights", "0.3"]), 80)
+        config_from_args(
+            parser.parse_args([*TINY_FLAGS, "--loss", "nll", "--interctc-layers", "1", "--interctc-weights", "0.3"]), 80
+        )
     with pytest.raises(ValueError, match="stochastic_depth_start=4 is past the last"):
-        config_from_args(parser.parse_args([*TINY_FLAGS, "--stochastic-depth", "0.1", "--stochastic-depth-start", "4"]), 80)
+        config_from_args(
+            parser.parse_args([*TINY_FLAGS, "--stochastic-depth", "0.1", "--stochastic-depth-start", "4"]), 80
+        )
 
 
 def test_wandb_logger_receives_the_per_layer_metrics():
@@ -142,7 +183,12 @@ def test_wandb_logger_receives_the_per_layer_metrics():
     logger = WandbLogger(num_samples=0)
     logger.run = FakeRun()
     logger.log_train(1, {"epoch": 1, "loss": 2.0, "interctc_conv1_loss": 3.0})
-    logger.log_val(1, 1, {"val_loss": 1.0, "val_cer": 0.5, "val_n": 2, "val_interctc_conv1_loss": 1.5, "val_interctc_conv1_cer": 0.7}, [])
+    logger.log_val(
+        1,
+        1,
+        {"val_loss": 1.0, "val_cer": 0.5, "val_n": 2, "val_interctc_conv1_loss": 1.5, "val_interctc_conv1_cer": 0.7},
+        [],
+    )
     train, val = logger.run.logged
     assert train["train/interctc_conv1_loss"] == 3.0
     assert val["val/interctc_conv1_loss"] == 1.5 and val["val/interctc_conv1_cer"] == 0.7

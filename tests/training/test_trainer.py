@@ -39,16 +39,20 @@ class StopAtStep(Logger):
 @pytest.mark.parametrize("stop_at", [3, 4])  # mid-epoch and exactly at an epoch end
 def test_resume_continues_exactly(tmp_path, stop_at):
     def config(run_dir, resume=False):
-        return tiny_config(run_dir, model={"dropout": 0.2}, optim={"max_epochs": 2, "lr_schedule": "cosine", "warmup_steps": 2},
-                           run={"resume": resume, "seed": 3})
+        return tiny_config(
+            run_dir,
+            model={"dropout": 0.2},
+            optim={"max_epochs": 2, "lr_schedule": "cosine", "warmup_steps": 2},
+            run={"resume": resume, "seed": 3},
+        )
 
     straight = fit(config(tmp_path / "a"))
     interrupted = fit(config(tmp_path / "b"), loggers=[StopAtStep(stop_at)])
     assert interrupted["stop_reason"] == "interrupted" and interrupted["steps"] == stop_at
     resumed = fit(config(tmp_path / "b", resume=True))
     assert resumed["steps"] == straight["steps"] == 8
-    a = load_checkpoint(tmp_path / "a" / "last.pt")["model_state"]
-    b = load_checkpoint(tmp_path / "b" / "last.pt")["model_state"]
+    a = load_checkpoint(tmp_path / "a" / "last.pt").model_state
+    b = load_checkpoint(tmp_path / "b" / "last.pt").model_state
     for name in a:
         assert torch.equal(a[name], b[name]), name
     assert resumed["best_val_cer"] == straight["best_val_cer"]
@@ -88,7 +92,7 @@ def test_max_steps_stops_mid_epoch_and_validates(tmp_path):
 def test_nll_baseline_trains(tmp_path):
     summary = fit(tiny_config(tmp_path / "run", optim={"max_steps": 2}, run={"loss": "nll"}))
     assert summary["steps"] == 2
-    assert load_checkpoint(tmp_path / "run" / "best.pt")["loss"] == "nll"
+    assert load_checkpoint(tmp_path / "run" / "best.pt").decoding.output_kind == "per_window"
 
 
 def test_val_every_validates_every_nth_epoch_and_at_the_end(tmp_path):
@@ -96,7 +100,7 @@ def test_val_every_validates_every_nth_epoch_and_at_the_end(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records if r["kind"] == "val"] == [2, 4, 5]
     assert summary["epochs"] == 5 and summary["final_val_cer"] is not None
-    assert load_checkpoint(tmp_path / "run" / "last.pt")["metadata"]["epoch"] == 5
+    assert load_checkpoint(tmp_path / "run" / "last.pt").provenance.epoch == 5
 
 
 def test_val_every_resumes_after_an_unvalidated_epoch(tmp_path):
@@ -110,3 +114,24 @@ def test_val_every_resumes_after_an_unvalidated_epoch(tmp_path):
 def test_val_every_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="--val-every"):
         tiny_config(tmp_path / "run", run={"val_every": 0})
+
+
+@pytest.mark.parametrize("floor", [0.02, 0.25])
+def test_cosine_schedule_decays_to_its_floor(tmp_path, floor):
+    from training.trainer import make_scheduler
+
+    config = tiny_config(tmp_path, optim={"lr_schedule": "cosine", "warmup_steps": 0, "cosine_floor": floor})
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=config.optim.lr)
+    scheduler = make_scheduler(optimizer, config, total_steps=10)
+    rates = []
+    for _ in range(10):
+        optimizer.step()
+        scheduler.step()
+        rates.append(scheduler.get_last_lr()[0])
+    assert rates[4] == pytest.approx(config.optim.lr * (floor + (1 - floor) * 0.5))  # half way
+    assert rates[-1] == pytest.approx(config.optim.lr * floor)
+
+
+def test_cosine_floor_must_be_a_share(tmp_path):
+    with pytest.raises(ValueError, match="--cosine-floor must be a share of --lr in \\[0, 1\\], got 1.5"):
+        tiny_config(tmp_path, optim={"cosine_floor": 1.5})
