@@ -30,18 +30,20 @@ def _kraken_like(folder, namespace=PAGE_2013):
                         '<Word id="w0"><Coords points="40,30 100,30 100,90"/></Word>'
                         "<TextEquiv><Unicode>old text</Unicode></TextEquiv>"
                         '<TextStyle fontSize="12"/><UserDefined><UserAttribute name="k" value="v"/></UserDefined>')
+    text = text.replace("</TextRegion>", "<TextEquiv conf=\"0.5\"><Unicode>stale region text</Unicode></TextEquiv>"
+                        "</TextRegion>")
     xml.write_text(text)
     return xml, drawn
 
 
 def _without_line_text(tree) -> bytes:
-    """The tree with every TextLine's own TextEquiv and the LastChange removed, canonicalised."""
+    """The tree with the TextEquiv of every TextLine and TextRegion and the LastChange removed, canonicalised."""
     tree = copy.deepcopy(tree)
     root = tree.getroot()
     ns = etree.QName(root).namespace
-    for line in root.iter(f"{{{ns}}}TextLine"):
-        for equiv in line.findall(f"{{{ns}}}TextEquiv"):
-            line.remove(equiv)
+    for element in [*root.iter(f"{{{ns}}}TextLine"), *root.iter(f"{{{ns}}}TextRegion")]:
+        for equiv in element.findall(f"{{{ns}}}TextEquiv"):
+            element.remove(equiv)
     for change in root.iter(f"{{{ns}}}LastChange"):
         change.text = ""
     return etree.tostring(tree, method="c14n")
@@ -69,6 +71,9 @@ def test_transcribed_page_keeps_its_structure(recognizer, tmp_path):
     equiv = first.find(f"{{{PAGE_2013}}}TextEquiv")
     assert 0 < float(equiv.get("conf")) <= 1
     assert len(first.findall(f"{{{PAGE_2013}}}TextEquiv")) == 1  # "old text" was replaced
+    region = after.tree.getroot().find(f".//{{{PAGE_2013}}}TextRegion")
+    region_text = region.findtext(f"{{{PAGE_2013}}}TextEquiv/{{{PAGE_2013}}}Unicode")
+    assert region_text == "\n".join(texts) and region.find(f"{{{PAGE_2013}}}TextEquiv").get("conf") is None
 
 
 def test_set_line_text_keeps_a_prefixed_namespace():

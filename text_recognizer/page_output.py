@@ -9,7 +9,8 @@ namespace prefixes) is left as it was read: lxml edits the parsed tree in place.
 
 The new ``TextEquiv`` goes where the PAGE schema wants it in a ``TextLine``: after
 ``AlternativeImage``, ``Coords``, ``Baseline`` and ``Word``, before ``TextStyle``, ``UserDefined``
-and ``Labels``. ``Metadata/LastChange`` is set to the time of writing, as the schema asks.
+and ``Labels``. A ``TextRegion`` that has its own ``TextEquiv`` gets its lines' texts joined by line
+breaks. ``Metadata/LastChange`` is set to the time of writing, as the schema asks.
 """
 
 from __future__ import annotations
@@ -59,6 +60,26 @@ def set_line_text(line_element, text: str, confidence: float | None = None) -> N
     line_element.insert(position, equiv)
 
 
+def _refresh_region_text(layout: PageLayout) -> None:
+    """A TextRegion that has its own TextEquiv gets its lines' texts, one per line, so the region-level
+    text that viewers show never contradicts the lines (regions without one are left without)."""
+    namespace = etree.QName(layout.tree.getroot()).namespace
+    for region in layout.tree.getroot().iter(f"{{{namespace}}}TextRegion"):
+        equivs = region.findall(f"{{{namespace}}}TextEquiv")
+        lines = region.findall(f"{{{namespace}}}TextLine")
+        if not equivs or not lines:
+            continue
+        texts = [line.findtext(f"{{{namespace}}}TextEquiv/{{{namespace}}}Unicode") or "" for line in lines]
+        for extra in equivs[1:]:
+            region.remove(extra)
+        equiv = equivs[0]
+        equiv.attrib.pop("conf", None)
+        unicode = equiv.find(f"{{{namespace}}}Unicode")
+        if unicode is None:
+            unicode = etree.SubElement(equiv, f"{{{namespace}}}Unicode")
+        unicode.text = "\n".join(texts)
+
+
 def _touch_last_change(layout: PageLayout) -> None:
     namespace = etree.QName(layout.tree.getroot()).namespace
     last_change = layout.tree.getroot().find(f"{{{namespace}}}Metadata/{{{namespace}}}LastChange")
@@ -96,6 +117,7 @@ def transcribe_page(recognizer, xml_path: str | Path) -> PageTranscription:
     for line, decoded in zip(lines, recognizer.predict_lines(cuts) if cuts else []):
         set_line_text(line.element, decoded.text, decoded.confidence)
         result.texts[line.id] = decoded
+    _refresh_region_text(layout)
     _touch_last_change(layout)
     return result
 
