@@ -1,10 +1,10 @@
 """Latency and throughput of the HTTP API on loopback, with the model's time shown apart from HTTP.
 
-Usage (from the repository root)::
+Usage (from the repository root, as a module: it reuses the tests' server launcher)::
 
-    python benchmarks/api_bench.py                          # an untrained default-size model, 64 px high
-    python benchmarks/api_bench.py --checkpoint best.pt     # a real checkpoint
-    python benchmarks/api_bench.py --quick --json api.json
+    python -m benchmarks.api_bench                          # an untrained default-size model, 64 px high
+    python -m benchmarks.api_bench --checkpoint best.pt     # a real checkpoint
+    python -m benchmarks.api_bench --quick --json api.json
 
 It starts ``uvicorn api.app:app`` on a free loopback port, then for single requests
 (``POST /v1/predict``, one 64-px-high PNG line) and batch requests (``POST /v1/predict/batch``,
@@ -31,7 +31,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -42,15 +41,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.api.conftest import Server  # noqa: E402  (the same loopback uvicorn launcher as the tests)
-from text_recognizer.checkpoint import Checkpoint, Provenance, save_checkpoint  # noqa: E402
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.data.synthetic import render_line  # noqa: E402
-from text_recognizer.models import ModelConfig, build_model  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+from tests.api.conftest import Server  # the same loopback uvicorn launcher as the tests
+from text_recognizer.checkpoint import Checkpoint, Provenance, save_checkpoint
+from text_recognizer.codec import Codec
+from text_recognizer.data.synthetic import render_line
+from text_recognizer.models import ModelConfig, build_model
+from text_recognizer.recognizer import LineRecognizer
 
 TEXTS = ["the quick brown fox jumps over", "a move to stop Mr. Gaitskell from", "nominating any more Labour life Peers",
          "is to be made at a meeting of", "Labour MPs tomorrow. Mr. Michael Foot", "has put down a resolution on the subject",

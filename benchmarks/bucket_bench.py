@@ -13,24 +13,21 @@ lines into a temporary folder (their widths vary less than IAM's, so the gain is
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import torch
+from torch.utils.data import ConcatDataset
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch.utils.data import ConcatDataset  # noqa: E402
-
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.data.folder import FolderLines  # noqa: E402
-from text_recognizer.data.lines import EncodedLines, collate_lines  # noqa: E402
-from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
-from text_recognizer.models import ModelConfig, build_model  # noqa: E402
-from training.batching import bucketed_order, line_aspects, padding_efficiency  # noqa: E402
-from training.objective import compute_loss  # noqa: E402
+from text_recognizer.codec import Codec
+from text_recognizer.data.folder import FolderLines
+from text_recognizer.data.lines import EncodedLines, collate_lines
+from text_recognizer.data.synthetic import SyntheticLines
+from text_recognizer.models import ModelConfig, build_model
+from training.batching import bucketed_order, line_aspects, padding_efficiency
+from training.objective import compute_loss
 
 
 def render_synthetic_folder(folder: Path, count: int, height: int) -> Path:
@@ -56,7 +53,8 @@ def seconds_per_line(model, optimizer, batches) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", nargs="*", default=[], help="dataset folders (default: synthetic lines rendered here)")
+    parser.add_argument("--data", nargs="*", default=[],
+                        help="dataset folders (default: synthetic lines rendered here)")
     parser.add_argument("--height", type=int, default=40, help="model input height")
     parser.add_argument("--batch-size", type=int, default=16, help="lines per batch")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per order")
@@ -72,9 +70,11 @@ def main() -> None:
         bs, chunk = args.batch_size, args.chunk_batches
         order = torch.randperm(len(lines), generator=torch.Generator().manual_seed(0)).tolist()
         bucketed = bucketed_order(order, widths, bs, chunk, torch.Generator().manual_seed(1))
-        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {len(lines)} lines from {', '.join(folders)}, "
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+              f"{len(lines)} lines from {', '.join(folders)}, "
               f"aspect ratio median {np.median(widths):.1f} (min {min(widths):.1f}, max {max(widths):.1f})")
-        print(f"real share of the padded batch area over one epoch: shuffled {padding_efficiency(order, widths, bs):.3f}, "
+        print("real share of the padded batch area over one epoch: "
+              f"shuffled {padding_efficiency(order, widths, bs):.3f}, "
               f"bucketed (chunks of {chunk} batches) {padding_efficiency(bucketed, widths, bs):.3f}")
 
         # The timed lines: the first chunk of the shuffled epoch, in both orders.
@@ -83,7 +83,8 @@ def main() -> None:
         loaded = {i: samples[i] for i in drawn}
         plain = [collate_lines([loaded[i] for i in drawn[s:s + bs]]) for s in range(0, len(drawn), bs)][: args.steps]
         regrouped = bucketed_order(drawn, widths, bs, chunk, torch.Generator().manual_seed(1))
-        grouped = [collate_lines([loaded[i] for i in regrouped[s:s + bs]]) for s in range(0, len(regrouped), bs)][: args.steps]
+        grouped = [collate_lines([loaded[i] for i in regrouped[s:s + bs]])
+                   for s in range(0, len(regrouped), bs)][: args.steps]
         torch.manual_seed(0)
         model = build_model(ModelConfig(height=args.height, num_classes=Codec().num_classes))
         optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-4)

@@ -22,8 +22,8 @@ lengths on the CPU: the common case, checked on the host), the forward alone wit
 and counts the CUDA kernels one forward + backward launches (torch profiler). It then checks
 determinism (10 runs, bitwise equal loss and gradient), agreement with a float64 reference on the
 GPU (our float32 error next to PyTorch's float32 error), and, unless ``--no-sweep``, times the
-recursion kernel with other warp counts, the scratch-memory shift, and concurrent vs
-sequential alpha/beta launches.
+recursion kernel with every ``KernelConfig`` (warp counts, the scratch-memory shift, concurrent vs
+sequential alpha/beta launches) and each one's difference from the default (bitwise zero expected).
 
 Without CUDA it says so and runs only the correctness part, through Triton's CPU interpreter on
 tiny shapes.
@@ -35,22 +35,17 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 HAS_CUDA = torch.cuda.is_available()
 if not HAS_CUDA:  # must happen before the kernels are defined (Triton decides at @triton.jit time)
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import torch.nn.functional as F  # noqa: E402
+import torch.nn.functional as F  # noqa: E402 (after TRITON_INTERPRET, on purpose)
 
 from text_recognizer.ctc import triton_ctc  # noqa: E402
 from text_recognizer.ctc.feasibility import required_frames  # noqa: E402
@@ -87,11 +82,11 @@ def feasible(frames, targets):
     return all(required_frames(row.tolist()) <= frames for row in targets)
 
 
-def ours_fn(targets, input_lengths, target_lengths, device):
+def ours_fn(targets, input_lengths, target_lengths, device, config=None):
     tg, il, tl = targets.to(device), input_lengths.to(device), target_lengths.to(device)
 
     def fn(x):
-        return triton_ctc.fused_ctc_loss(x, tg, il, tl, blank=0, reduction="mean")
+        return triton_ctc.fused_ctc_loss(x, tg, il, tl, blank=0, reduction="mean", config=config)
 
     return fn
 
@@ -204,8 +199,8 @@ def bench_shape(batch, frames, classes, length, dtype, warmup, iters):
 def shapes_to_run(quick):
     if quick:
         return list(QUICK_SHAPES)
-    return [(b, t, c, l) for b in FULL_GRID["B"] for t in FULL_GRID["T"] for c in FULL_GRID["C"]
-            for l in FULL_GRID["L"]]
+    return [(b, t, c, length) for b in FULL_GRID["B"] for t in FULL_GRID["T"] for c in FULL_GRID["C"]
+            for length in FULL_GRID["L"]]
 
 
 def print_table(rows):
@@ -330,46 +325,28 @@ def end_to_end_median(warmup, iters):
 
 
 def sweep(warmup, iters):
-    """Recursion warp counts, the two shift implementations and concurrent/sequential directions."""
+    """Every ``KernelConfig``: recursion warps, the two shift implementations, concurrent/sequential."""
     batch, frames, classes, length = MEDIAN_SHAPES[0]
     logits, targets, il, tl = make_problem(batch, frames, classes, length, torch.float32, "cuda")
     x = logits.requires_grad_(True)
-    fn = ours_fn(targets, il, tl, "cuda")
-    reference = None
     results = []
-    keys = (triton_ctc._SHIFT_ENV, triton_ctc._WARPS_ENV, triton_ctc._DIRECTIONS_ENV)
-    print(f"\nSweep on {MEDIAN_SHAPES[0]} float32 (env {', '.join(keys)}):")
-    saved = {k: os.environ.get(k) for k in keys}
-    configs = [(d, s, w) for d in ("concurrent", "sequential") for s in ("gather", "scratch")
-               for w in (1, 2, 4, 8)]
-    try:
-        for directions, shift, warps in configs:
-            os.environ[triton_ctc._DIRECTIONS_ENV] = directions
-            os.environ[triton_ctc._SHIFT_ENV] = shift
-            os.environ[triton_ctc._WARPS_ENV] = str(warps)
-            try:
-                ms = time_fwd_bwd(fn, x, warmup, iters)
-                x.grad = None
-                loss = fn(x)
-                loss.backward()
-                out = (loss.detach().clone(), x.grad.clone())
-                if reference is None:
-                    reference = out
-                diff = max((out[0] - reference[0]).abs().max().item(),
-                           (out[1] - reference[1]).abs().max().item())
-                results.append(dict(directions=directions, shift=shift, warps=warps, ms=ms,
-                                    max_diff_vs_first=diff))
-                print(f"  directions={directions:<10} shift={shift:<7} warps={warps}: {ms:.3f} ms, "
-                      f"max |diff| vs first config {diff:.2e}")
-            except Exception as error:  # report and go on: one failing config must not hide others
-                results.append(dict(directions=directions, shift=shift, warps=warps, error=repr(error)[:300]))
-                print(f"  directions={directions} shift={shift:<7} warps={warps}: FAILED {error!r}"[:300])
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    print(f"\nSweep of KernelConfig on {MEDIAN_SHAPES[0]} float32 (default {triton_ctc.DEFAULT_KERNEL_CONFIG}):")
+    configs = [triton_ctc.KernelConfig(shift=s, recursion_warps=w, directions=d)
+               for d in ("concurrent", "sequential") for s in ("gather", "scratch") for w in (1, 2, 4, 8)]
+    reference = loss_and_grad(ours_fn(targets, il, tl, "cuda"), x)
+    for config in configs:
+        fn = ours_fn(targets, il, tl, "cuda", config)
+        row = dict(directions=config.directions, shift=config.shift, warps=config.recursion_warps)
+        label = f"  directions={config.directions:<10} shift={config.shift:<7} warps={config.recursion_warps}"
+        try:
+            ms = time_fwd_bwd(fn, x, warmup, iters)
+            out = loss_and_grad(fn, x)
+            diff = max((out[0] - reference[0]).abs().max().item(), (out[1] - reference[1]).abs().max().item())
+            results.append(dict(row, ms=ms, max_diff_vs_first=diff))
+            print(f"{label}: {ms:.3f} ms, max |diff| vs the default {diff:.2e}")
+        except Exception as error:  # report and go on: one failing config must not hide others
+            results.append(dict(row, error=repr(error)[:300]))
+            print(f"{label}: FAILED {error!r}"[:300])
     return results
 
 
@@ -399,15 +376,13 @@ def agreement(device, shapes):
         for row in range(batch):
             if required_frames(targets[row, : tl[row]].tolist()) > il[row]:
                 tl[row] = 0
-        ref_fn = lambda x: ctc_loss(x, targets.to(device), il.to(device), tl.to(device),  # noqa: E731
-                                    reduction="none", impl="torch")
-        ref = loss_and_grad(ref_fn, logits)
+        args = (targets.to(device), il.to(device), tl.to(device))
+        ref = loss_and_grad(lambda x, args=args: ctc_loss(x, *args, reduction="none", impl="torch"), logits)
         row = dict(B=batch, T=frames, C=classes, L=length)
         for name, dtype, impl in (("ours_fp32", torch.float32, "triton"), ("torch_fp32", torch.float32, "torch"),
                                   ("ours_bf16", torch.bfloat16, "triton")):
-            fn = lambda x, impl=impl: ctc_loss(x, targets.to(device), il.to(device), tl.to(device),  # noqa: E731
-                                               reduction="none", impl=impl)
-            loss, grad = loss_and_grad(fn, logits.to(dtype))
+            loss, grad = loss_and_grad(lambda x, args=args, impl=impl: ctc_loss(x, *args, reduction="none", impl=impl),
+                                       logits.to(dtype))
             row[f"{name}_loss_err"] = (loss - ref[0]).abs().max().item()
             row[f"{name}_grad_err"] = (grad - ref[1]).abs().max().item()
             row[f"{name}_nan"] = bool(torch.isnan(loss).any() or torch.isnan(grad).any())
@@ -453,7 +428,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a handful of shapes (a few minutes)")
     parser.add_argument("--json", type=Path, help="write all results to this JSON file")
-    parser.add_argument("--no-sweep", action="store_true", help="skip the warps/shift sweep")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the KernelConfig sweep")
     parser.add_argument("--iters", type=int, default=None, help="timed iterations per measurement")
     args = parser.parse_args(argv)
     started = time.time()

@@ -60,12 +60,22 @@ def load_module(rev: str | None):
     path.write_text(source)  # @triton.jit needs the source in a real file
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
 
 
-def configs(module, classes: int, length: int) -> dict:
+def kernel_config(module, shift: str, recursion_warps: int | None):
+    """The module's ``KernelConfig`` for these choices; ``None`` for revisions before it existed."""
+    if not hasattr(module, "KernelConfig"):
+        return None
+    return module.KernelConfig(shift=shift, recursion_warps=recursion_warps)
+
+
+def configs(module, classes: int, length: int, config=None) -> dict:
     """Launch configurations; revisions before ``kernel_configs`` computed them inline like this."""
+    if config is not None:
+        return module.kernel_configs(classes, length, config)
     if hasattr(module, "kernel_configs"):
         return module.kernel_configs(classes, length)
     p2 = triton.next_power_of_2
@@ -142,9 +152,11 @@ def resident_programs(registers: int, shared: int, num_warps: int) -> int:
     return max(0, min(limits))
 
 
-def analyse(module, shape, arch: int) -> dict:
+def analyse(module, shape, arch: int, config=None) -> dict:
+    """Registers, residency and loop instructions of the three kernels (``config``: a KernelConfig)."""
     batch, frames, classes, length = shape
-    cfg = configs(module, classes, length)
+    cfg = configs(module, classes, length, config)
+    scratch = config is not None and config.shift == "scratch"
     flags = dict(CONCAT=False, BLOCK_B=min(1024, triton.next_power_of_2(batch)))
     result = {}
 
@@ -157,7 +169,7 @@ def analyse(module, shape, arch: int) -> dict:
     rec = dict(cfg["recursion"])
     warps = rec.pop("num_warps")
     regs, stack, shared, sass = compile_kernel(
-        module._recursion_kernel, {**rec, **flags, "STORE": True, "SCRATCH": False, "ZERO_INF": False},
+        module._recursion_kernel, {**rec, **flags, "STORE": True, "SCRATCH": scratch, "ZERO_INF": False},
         warps, arch)
     frame_loops = [size for size in loops(sass) if size > 50]  # the beta and alpha loops (4 frames each)
     result["recursion"] = dict(config=cfg["recursion"], registers=regs, spill_bytes=stack,
@@ -188,9 +200,17 @@ def main(argv=None):
     parser.add_argument("--shape", type=int, nargs=4, default=[128, 256, 80, 64], metavar=("B", "T", "C", "L"))
     parser.add_argument("--arch", type=int, default=90, help="CUDA compute capability (90: H100/H200)")
     parser.add_argument("--rev", help="git revision whose kernels are the baseline")
+    parser.add_argument("--shift", choices=("gather", "scratch"), default="gather",
+                        help="KernelConfig.shift of the kernels analysed (the baseline's too, if it has one)")
+    parser.add_argument("--recursion-warps", type=int, choices=(1, 2, 4, 8, 16), default=None,
+                        help="KernelConfig.recursion_warps (default: the shipped rule, BLOCK / 32)")
     args = parser.parse_args(argv)
-    current = analyse(load_module(None), args.shape, args.arch)
-    baseline = analyse(load_module(args.rev), args.shape, args.arch) if args.rev else None
+    module = load_module(None)
+    current = analyse(module, args.shape, args.arch, kernel_config(module, args.shift, args.recursion_warps))
+    baseline = None
+    if args.rev:
+        old = load_module(args.rev)
+        baseline = analyse(old, args.shape, args.arch, kernel_config(old, args.shift, args.recursion_warps))
     print(f"Fused CTC kernels compiled for sm_{args.arch}, shape (B, T, C, L) = {tuple(args.shape)}; "
           f"triton {triton.__version__}")
     for kernel, stats in current.items():

@@ -15,20 +15,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import torch
+from PIL import Image
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from text_recognizer.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from text_recognizer.models import build_model  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer, default_checkpoint  # noqa: E402
+from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
+from text_recognizer.models import build_model
+from text_recognizer.recognizer import LineRecognizer, default_checkpoint
 
 
 def line_image(width: int, seed: int = 0) -> Image.Image:

@@ -2,7 +2,7 @@
 # The GPU checks of the fused CTC loss, in one script for one device lease (about 3 minutes):
 #   1. the CTC test-suite with the Triton kernels compiled for CUDA (no interpreter)
 #   2. benchmarks/ctc_bench.py --quick: speed and memory vs PyTorch/cuDNN, per-kernel GPU time,
-#      determinism, float64 agreement, and the sweep of kernel options (warps, shift, directions)
+#      determinism, float64 agreement, and the sweep of KernelConfig (warps, shift, directions)
 # Each part has its own timeout, so one failure cannot eat the lease. Logs and JSON go to $OUT.
 # Usage on the device: OUT=/some/dir bash benchmarks/gpu_ctc.sh
 set -u

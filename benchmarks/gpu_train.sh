@@ -3,11 +3,13 @@
 # augmentation (incl. loose margins and neighbouring-line fragments), time-budgeted, then ship the
 # best checkpoint back (float16 weights, restored to float32 on arrival: files come back <= 16 MB).
 # Data: IAM packed to 40 px in .devdata/iam40 (python training/pack_folder.py SRC DST --height 40),
-# carried to the device (ignored folder). Usage on the device: OUT=/dir bash benchmarks/gpu_train.sh MINUTES
+# carried to the device (ignored folder), with .whl/ holding the py3.12 wheels the device image lacks
+# (rapidfuzz, hershey-fonts: see the device README). Usage on the device: OUT=/dir bash benchmarks/gpu_train.sh MINUTES
 set -u
 OUT=${OUT:-/tmp/gpu_out}
 MINUTES=${1:-6}
 mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-}:$PWD"
 DATA=.devdata/iam40
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"

@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from text_recognizer.data.folder import read_labels  # noqa: E402
-from text_recognizer.data.tokenization import detokenize  # noqa: E402
-from text_recognizer.export import export_recognizer  # noqa: E402
-from text_recognizer.metrics import cer  # noqa: E402
-from text_recognizer.onnx_recognizer import OnnxLineRecognizer  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+from text_recognizer.data.folder import read_labels
+from text_recognizer.data.tokenization import detokenize
+from text_recognizer.export import export_recognizer
+from text_recognizer.metrics import cer
+from text_recognizer.onnx_recognizer import OnnxLineRecognizer
+from text_recognizer.recognizer import LineRecognizer
 
 # ../shared/data next to the checkout (or next to the worktree folder of a git worktree)
 IAM_VAL = next((p / "shared" / "data" / "iam" / "val" for p in Path(__file__).resolve().parents[1:4]
@@ -99,8 +96,8 @@ def main() -> None:
             rec.predict_tensors(lines[:4])
         for _ in range(args.repeats):
             for name, rec in runtimes.items():
-                results[name]["batched"] += timed(lambda: rec.predict_tensors(lines), 1)
-                results[name]["single"] += timed(lambda: [rec.predict_tensors([t]) for t in single], 1)
+                results[name]["batched"] += timed(lambda r=rec: r.predict_tensors(lines), 1)
+                results[name]["single"] += timed(lambda r=rec: [r.predict_tensors([t]) for t in single], 1)
         print(f"{'mode':<22} {'PyTorch ms/line':>16} {'ONNX RT ms/line':>16} {'ratio':>6}")
         for mode, count in (("batched", len(lines)), ("single", len(single))):
             t = statistics.median(results["torch"][mode]) / count * 1e3

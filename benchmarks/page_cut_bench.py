@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from PIL import Image, ImageChops
 
-from PIL import Image, ImageChops  # noqa: E402
-
-from text_recognizer.data.folder import read_labels  # noqa: E402
-from text_recognizer.data.page import cut_layout_folder  # noqa: E402
+from text_recognizer.data.folder import read_labels
+from text_recognizer.data.page import cut_layout_folder
 
 IAM_VAL = next((p / "shared" / "data" / "iam" / "val" for p in Path(__file__).resolve().parents[1:4]
                 if (p / "shared" / "data" / "iam" / "val").is_dir()), Path("../shared/data/iam/val"))
@@ -46,7 +43,7 @@ def build_page(records, angle_max: float) -> tuple[Image.Image, str]:
         c, s = math.cos(math.radians(angle)), math.sin(math.radians(angle))
         tx, ty = 150.0, y
 
-        def forward(qx, qy):
+        def forward(qx, qy, c=c, s=s, tx=tx, ty=ty):
             return (c * qx - s * qy + tx, s * qx + c * qy + ty)
 
         canvas = line.transform(SIZE, Image.Transform.AFFINE, (c, s, -c * tx - s * ty, -s, c, s * tx - c * ty),

@@ -10,19 +10,15 @@ full forward + CTC loss + backward + RMSprop update. Prints lines/s for each and
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
 
-import torch  # noqa: E402
-
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.data.lines import EncodedLines, collate_lines  # noqa: E402
-from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
-from text_recognizer.models import ModelConfig, build_model  # noqa: E402
-from training.objective import compute_loss  # noqa: E402
+from text_recognizer.codec import Codec
+from text_recognizer.data.lines import EncodedLines, collate_lines
+from text_recognizer.data.synthetic import SyntheticLines
+from text_recognizer.models import ModelConfig, build_model
+from training.objective import compute_loss
 
 
 def lines_per_second(kind: str, batches, steps: int, **overrides) -> float:
@@ -51,8 +47,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    data = EncodedLines(SyntheticLines(args.batch_size * 4, seed=0, height=ModelConfig().height), Codec(), ModelConfig().height)
-    batches = [collate_lines([data[i] for i in range(b, b + args.batch_size)]) for b in range(0, len(data), args.batch_size)]
+    height = ModelConfig().height
+    data = EncodedLines(SyntheticLines(args.batch_size * 4, seed=0, height=height), Codec(), height)
+    batches = [collate_lines([data[i] for i in range(b, b + args.batch_size)])
+               for b in range(0, len(data), args.batch_size)]
     widths = torch.cat([b.widths for b in batches]).float()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}, "
           f"mean line width {widths.mean():.0f} px at {ModelConfig().height} px")

@@ -8,26 +8,26 @@ The committed picture starts from built-in synthetic lines, binarised to solid b
 like IAM's lines (IAM images must not be committed). ``--iam`` uses the development copy
 ``../shared/data/iam/val`` instead, for looking at locally only.
 
-Usage: python docs/make_augmentation_samples.py [--seed 0] [--lines 4] [--per-line 3] [--iam] [--out docs/augmentation_samples.png]
+Usage:
+    python docs/make_augmentation_samples.py [--seed 0] [--lines 4] [--per-line 3] [--iam]
+        [--out docs/augmentation_samples.png]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from text_recognizer.data.augment import build_augmentation
+from text_recognizer.data.folder import open_image, read_labels
+from text_recognizer.data.synthetic import SyntheticLines
+from text_recognizer.stem import preprocess
 
-from text_recognizer.data.augment import build_augmentation  # noqa: E402
-from text_recognizer.data.folder import open_image, read_labels  # noqa: E402
-from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
-from text_recognizer.stem import preprocess  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DEV_VAL = ROOT.parent / "shared" / "data" / "iam" / "val"
 MAX_WIDTH = 1100
@@ -69,7 +69,7 @@ def main() -> None:
             last = augment(image)
             rows.append((f"augmented #{k + 1}", _fit(last)))
         stem = preprocess(last, 64)[0].numpy()  # (64, W) ink high
-        rows.append(("after the stem (augmented #%d, shown dark-on-light)" % args.per_line,
+        rows.append((f"after the stem (augmented #{args.per_line}, shown dark-on-light)",
                      _fit(Image.fromarray(((1.0 - stem) * 255).astype(np.uint8), mode="L"))))
     label_h, gap = 13, 5
     sheet = Image.new("L", (MAX_WIDTH + 8, 18 + len(rows) * (64 + label_h + gap) + 4), 255)

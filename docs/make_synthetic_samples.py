@@ -6,14 +6,11 @@ Usage: python docs/make_synthetic_samples.py [--seed 0] [--count 12] [--out docs
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.data.synthetic import SyntheticLines  # noqa: E402
+from text_recognizer.data.synthetic import SyntheticLines
 
 
 def main() -> None:

@@ -23,7 +23,6 @@ from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer
 from training.export_model import main as export_main
 
 ort = pytest.importorskip("onnxruntime")
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lines"
 TINY = dict(height=32, cnn_channels=(8, 16), feature_dim=48, lstm_hidden=24, conv_blocks=1, lstm_layers=1, dropout=0.0)

@@ -99,14 +99,18 @@ def test_cli_missing_input_and_bad_checkpoint(recognizer, tmp_path, capsys):
 
 
 def test_library_import_needs_no_cli_dependencies(recognizer):
-    """The serving image installs neither tqdm nor lxml: ``LineRecognizer`` must load and read without them."""
+    """The serving image and the base install (``pip install .``) have neither tqdm nor lxml: the library and
+    the line CLI must work without them (PAGE-XML needs lxml, the progress bar tqdm)."""
     import subprocess
     import sys
 
     code = ("import sys; sys.modules.update(tqdm=None, lxml=None, onnx=None, onnxruntime=None)\n"
-            "from text_recognizer.recognizer import LineRecognizer\n"
-            f"print(LineRecognizer().predict([{str(FIXTURES / 'line_00.png')!r}])[0])")
+            "from text_recognizer.recognizer import LineRecognizer, main\n"
+            "import training.evaluate\n"  # text-recognizer-evaluate, base install
+            f"print(LineRecognizer().predict([{str(FIXTURES / 'line_00.png')!r}])[0])\n"
+            f"sys.exit(main([{str(FIXTURES)!r}, '--progress', 'always', '--format', 'jsonl']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                             cwd=Path(__file__).resolve().parents[1])
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == recognizer.predict([FIXTURES / "line_00.png"])[0]
+    lines = result.stdout.splitlines()
+    assert lines[0] == recognizer.predict([FIXTURES / "line_00.png"])[0] and len(lines) == 1 + 8

@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from text_recognizer.codec import Codec
+from text_recognizer.models.blocks import length_mask
 from text_recognizer.models.config import ModelConfig
-from text_recognizer.models.line_cnn import column_mask
 
 FORMATS = ("torchscript", "onnx")
 METADATA_KEY = "text_recognizer"
@@ -54,6 +54,12 @@ def _slide(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
         x = x[..., :used]
     slices = [x[..., j : (j - size + 1) or None : step] for j in range(size)]  # each (..., T)
     return torch.stack(slices, dim=-1)  # (..., T, size)
+
+
+def _zero_past(x: torch.Tensor, widths: torch.Tensor) -> torch.Tensor:
+    """``x`` ``(B, C, H, W)`` with the columns past each line's width set to 0, as the model does."""
+    valid = length_mask(widths, x.shape[-1], x.device)[:, None, None, :]  # (B, 1, 1, W)
+    return x * valid.to(x.dtype)  # (B, C, H, W)
 
 
 class ExportableRecognizer(nn.Module):
@@ -80,7 +86,7 @@ class ExportableRecognizer(nn.Module):
             for i, width_factor in enumerate(cnn.width_factors):
                 x = cnn.conv[4 * i : 4 * i + 4](x)  # (B, c_i, H / 2^(i+1), W_i)
                 widths = widths // width_factor
-                x = x * column_mask(widths, x.shape[-1], x.device)  # zero past each line's columns
+                x = _zero_past(x, widths)  # zero past each line's columns
             windows = _slide(x, cnn.window_columns, 1)  # (B, c, H', T, w/s)
             windows = windows.permute(0, 3, 1, 2, 4).flatten(2)  # (B, T, c * H' * w/s)
             return F.relu(cnn.project(windows))  # (B, T, D)
@@ -94,7 +100,7 @@ class ExportableRecognizer(nn.Module):
         model = self.model
         widths = widths.clamp(max=images.shape[-1])  # (B,)
         frames = model.output_lengths(widths)  # (B,)
-        images = images * column_mask(widths, images.shape[-1], images.device)  # (B, 1, H, W)
+        images = _zero_past(images, widths)  # (B, 1, H, W)
         x = self._features(images, widths)  # (B, T, D)
         x = model.encoder(x, frames)  # (B, T, D)
         logits = model.head(x)  # (B, T, C)

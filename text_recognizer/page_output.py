@@ -84,7 +84,7 @@ def _touch_last_change(layout: PageLayout) -> None:
     namespace = etree.QName(layout.tree.getroot()).namespace
     last_change = layout.tree.getroot().find(f"{{{namespace}}}Metadata/{{{namespace}}}LastChange")
     if last_change is not None:
-        last_change.text = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0, tzinfo=None).isoformat()
+        last_change.text = datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None).isoformat()
 
 
 def transcribe_page(recognizer, xml_path: str | Path) -> PageTranscription:

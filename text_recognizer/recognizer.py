@@ -101,7 +101,7 @@ PROGRESS_THRESHOLD = 5
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from text_recognizer.outputs import FORMATS  # CLI-only modules are imported here: the API image lacks their deps
+    from text_recognizer.outputs import FORMATS  # CLI modules load here: the library import stays light
 
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
@@ -144,8 +144,6 @@ def _positive_int(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit status: 0 when every input was read, 1 when some were not (the rest are still read), 2 on
     a usage or checkpoint error."""
-    from tqdm import tqdm
-
     from text_recognizer.batch import recognize_files
     from text_recognizer.inputs import resolve_inputs
     from text_recognizer.outputs import ResultWriter
@@ -178,11 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
     writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
     show = args.progress == "always" or (args.progress == "auto" and len(files) > PROGRESS_THRESHOLD)
-    with tqdm(total=len(files), unit="line", disable=not show, file=sys.stderr, dynamic_ncols=True) as bar:
+    with _progress_bar(len(files), show) as bar:
         for result in recognize_files(recognizer, files, args.batch_size, on_result=lambda _: bar.update()):
             if not result.ok:
                 failures += 1
-                tqdm.write(f"error: {result.error}", file=sys.stderr)
+                bar.write(f"error: {result.error}", file=sys.stderr)
             writer.write(result)
     writer.close()
     if failures:
@@ -190,6 +188,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{failures} input(s) could not be read; {read} of {len(files)} file(s) were", file=sys.stderr)
         return 1
     return 0
+
+
+class _NoBar:
+    """Stands in for a tqdm bar when the bar is off or tqdm is not installed (the base install lacks it)."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        return None
+
+    @staticmethod
+    def write(text: str, file=None) -> None:
+        print(text, file=file or sys.stderr)
+
+
+def _progress_bar(total: int, show: bool):
+    if show:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return _NoBar()
+        return tqdm(total=total, unit="line", file=sys.stderr, dynamic_ncols=True)
+    return _NoBar()
 
 
 def _transcribe_pages(recognizer, files: list[Path], output_dir: Path) -> int:

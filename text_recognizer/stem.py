@@ -13,7 +13,10 @@ import numpy as np
 import torch
 from PIL import Image, ImageOps
 
-DEFAULT_HEIGHT = 64
+from text_recognizer.metadata import LINE_HEIGHT
+
+#: The stem's default output height (the storage height of dataset lines; ``text_recognizer.metadata``).
+DEFAULT_HEIGHT = LINE_HEIGHT
 
 #: Images narrower than this after resizing are padded on the right (a few windows of paper).
 _MIN_WIDTH = 8

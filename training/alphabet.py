@@ -35,6 +35,7 @@ from text_recognizer.data.page import cut_layout_folder, is_layout_folder
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.normalization import NORMALIZATIONS, normalizer
 from training.data import SYNTHETIC, _resolve_named
+
 BUILTIN = "iam"  # --charset iam: the default alphabet (the bundled model's)
 FROM_DATA = "data"  # --charset data: the training labels' characters
 

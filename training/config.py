@@ -74,7 +74,8 @@ class DataConfig:
         "for --data iam: also train on the lines in no official list whose writers are not in val/test"
     )})
     allow_unverified: bool = field(default=False, metadata={"help": (
-        "accept downloaded or local archives that have no sha256 recorded in data/raw/<dataset>/metadata.toml"
+        "accept downloaded or local archives that have no sha256 recorded in "
+        "text_recognizer/data/metadata/<dataset>.toml"
     )})
     charset: str = field(default="iam", metadata={"help": (
         "the alphabet (training/alphabet.py): 'iam' (IAM's 79 built-in characters, as the bundled model), "

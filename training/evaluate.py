@@ -12,15 +12,12 @@ import sys
 import unicodedata
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.checkpoint import CheckpointError  # noqa: E402
-from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels  # noqa: E402
-from text_recognizer.data.page import cut_layout_folder, is_layout_folder  # noqa: E402
-from text_recognizer.data.tokenization import cer_iam, cer_natural  # noqa: E402
-from text_recognizer.metrics import cer, line_cer, wer  # noqa: E402
-from text_recognizer.recognizer import LineRecognizer  # noqa: E402
+from text_recognizer.checkpoint import CheckpointError
+from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels
+from text_recognizer.data.page import cut_layout_folder, is_layout_folder
+from text_recognizer.data.tokenization import cer_iam, cer_natural
+from text_recognizer.metrics import cer, line_cer, wer
+from text_recognizer.recognizer import LineRecognizer
 
 
 def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
@@ -92,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: result[k] for k in ("cer", "wer", "n", "cer_natural", "cer_iam")}))
     else:
         print(f"CER {result['cer']:.4f}  WER {result['wer']:.4f}  lines {result['n']}  "
-              f"(natural-spacing refs: CER {result['cer_natural']:.4f}; IAM-tokenised refs: CER {result['cer_iam']:.4f})")
+              f"(natural-spacing refs: CER {result['cer_natural']:.4f}; "
+              f"IAM-tokenised refs: CER {result['cer_iam']:.4f})")
     return 0
 
 

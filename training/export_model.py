@@ -20,11 +20,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from text_recognizer.export import FORMATS as EXPORT_FORMATS, export_recognizer  # noqa: E402
+from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
+from text_recognizer.export import FORMATS as EXPORT_FORMATS
+from text_recognizer.export import export_recognizer
 
 
 def export(source: Path, target: Path, card: dict) -> Path:

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from text_recognizer.metadata import MODEL_HEIGHT
+
 
 def pack_folder(src: Path, dst: Path, height: int, levels: int = 16) -> int:
     dst.mkdir(parents=True, exist_ok=True)
@@ -45,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("src", type=Path, help="dataset folder (images + labels.tsv)")
     parser.add_argument("dst", type=Path, help="output folder")
-    parser.add_argument("--height", type=int, default=48, help="line height in pixels")
+    parser.add_argument("--height", type=int, default=MODEL_HEIGHT, help="line height in pixels (the model's)")
     parser.add_argument("--levels", type=int, default=16, help="grey levels kept (<= 16 for 4-bit PNG)")
     args = parser.parse_args()
     print(f"{pack_folder(args.src, args.dst, args.height, args.levels)} lines -> {args.dst}")

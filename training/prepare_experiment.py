@@ -34,12 +34,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 REPO = Path(__file__).resolve().parents[1]
 RUN_EXPERIMENT = Path(__file__).resolve().parent / "run_experiment.py"
-DEFAULT_LOG_ROOT = REPO / "training" / "logs"
+DEFAULT_LOG_ROOT = Path("training") / "logs"  # as training.trainer.LOG_ROOT: relative to the working directory
 _RESERVED = {"name", "group", "run_dir"}  # set by the spec itself, not per-run flags
 
 
@@ -140,7 +137,8 @@ def plan_runs(spec: dict, allowed: set[str] | None = None) -> list[PlannedRun]:
     allowed = allowed if allowed is not None else known_flags()
     unknown_keys = set(spec) - {"name", "group", "log_root", "base", "grid", "runs", "description"}
     if unknown_keys:
-        raise SpecError(f"unknown spec keys {sorted(unknown_keys)}; expected name, group, log_root, base, grid, runs, description")
+        raise SpecError(f"unknown spec keys {sorted(unknown_keys)}; "
+                        "expected name, group, log_root, base, grid, runs, description")
     prefix = _slug(spec.get("name") or "exp")
     group = str(spec.get("group") or prefix)
     base = _normalise("base", spec.get("base"), allowed)
@@ -166,7 +164,10 @@ def plan_runs(spec: dict, allowed: set[str] | None = None) -> list[PlannedRun]:
     log_root = Path(spec["log_root"]) if spec.get("log_root") else None
     runs, seen = [], set()
     for own_name, flags in variations:
-        parts = [_slug(own_name)] if own_name else [f"{k.replace('_', '-')}-{_slug(flags[k])}" for k in varying if k in flags]
+        if own_name:
+            parts = [_slug(own_name)]
+        else:
+            parts = [f"{k.replace('_', '-')}-{_slug(flags[k])}" for k in varying if k in flags]
         name = "-".join([prefix, "_".join(parts)]) if parts else prefix
         if name in seen:
             raise SpecError(f"two runs would both be named {name!r}; give the listed runs distinct 'name's")
@@ -179,7 +180,7 @@ def run_all(runs: list[PlannedRun], extra: list[str], skip_done: bool = True) ->
     """Run each command in turn, continuing past failures; return names by outcome."""
     outcome: dict[str, list[str]] = {"ok": [], "failed": [], "skipped": []}
     for i, run in enumerate(runs, 1):
-        run_dir = run.run_dir or DEFAULT_LOG_ROOT / run.name
+        run_dir = run.run_dir or (DEFAULT_LOG_ROOT / run.name).absolute()
         if skip_done and (run_dir / "summary.json").exists():
             print(f"[{i}/{len(runs)}] {run.name}: already done ({run_dir / 'summary.json'}), skipped", flush=True)
             outcome["skipped"].append(run.name)
@@ -198,7 +199,8 @@ def run_all(runs: list[PlannedRun], extra: list[str], skip_done: bool = True) ->
             print(f"[{i}/{len(runs)}] {run.name}: done in {minutes:.1f} min", flush=True)
         else:
             outcome["failed"].append(run.name)
-            print(f"[{i}/{len(runs)}] {run.name}: FAILED (exit status {rc}) after {minutes:.1f} min; continuing", flush=True)
+            print(f"[{i}/{len(runs)}] {run.name}: FAILED (exit status {rc}) after {minutes:.1f} min; continuing",
+                  flush=True)
     return outcome
 
 
@@ -209,10 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Arguments after '--' are appended to every command (e.g. -- --wandb --device cpu).",
     )
     parser.add_argument("spec", help="experiment spec: a .yaml/.yml or .json file with base and grid and/or runs")
-    parser.add_argument("--output", "-o", default="", help="write the commands to this file (one per line) instead of printing them")
-    parser.add_argument("--run", action="store_true", help="run the commands one after another (continues past failures)")
-    parser.add_argument("--rerun-done", action="store_true", help="with --run: also rerun runs whose directory already holds summary.json")
-    parser.add_argument("--python", default="python", help="interpreter named in printed or written commands (--run uses the current one)")
+    parser.add_argument("--output", "-o", default="",
+                        help="write the commands to this file (one per line) instead of printing them")
+    parser.add_argument("--run", action="store_true",
+                        help="run the commands one after another (continues past failures)")
+    parser.add_argument("--rerun-done", action="store_true",
+                        help="with --run: also rerun runs whose directory already holds summary.json")
+    parser.add_argument("--python", default="python",
+                        help="interpreter named in printed or written commands (--run uses the current one)")
     return parser
 
 

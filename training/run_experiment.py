@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from text_recognizer.checkpoint import CheckpointError  # noqa: E402
-from text_recognizer.codec import Codec  # noqa: E402
-from text_recognizer.data.checks import DataCheckError  # noqa: E402
-from text_recognizer.data.download import DownloadError  # noqa: E402
-from text_recognizer.data.folder import DatasetFormatError  # noqa: E402
-from training.alphabet import resolve_alphabet, with_alphabet  # noqa: E402
-from training.config import add_config_arguments, config_from_args, with_flags  # noqa: E402
-from training.trainer import TrainingError, fit, run_directory, saved_config  # noqa: E402
+from text_recognizer.checkpoint import CheckpointError
+from text_recognizer.codec import Codec
+from text_recognizer.data.checks import DataCheckError
+from text_recognizer.data.download import DownloadError
+from text_recognizer.data.folder import DatasetFormatError
+from training.alphabet import resolve_alphabet, with_alphabet
+from training.config import add_config_arguments, config_from_args, with_flags
+from training.trainer import TrainingError, fit, run_directory, saved_config
 
 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:

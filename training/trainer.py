@@ -62,7 +62,9 @@ from training.loggers import JsonlLogger, Logger
 from training.objective import compute_loss, forward, needed_frames, nll_loss
 from training.sortagrad import label_lengths
 
-LOG_ROOT = Path(__file__).parent / "logs"
+#: Default parent of run directories, relative to the working directory (``training/logs`` in a checkout);
+#: never inside the installed package.
+LOG_ROOT = Path("training") / "logs"
 COLLAPSE_PROBE_LINES = 32  # validation lines whose frames per needed frame the blank-collapse warning reports
 
 
@@ -338,7 +340,7 @@ def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path, cod
     }
     if differences:
         raise TrainingError(f"--init-from {path}: its model differs from this run's in {differences} (theirs, ours)")
-    state = {k: v.float() if v.is_floating_point() else v for k, v in theirs.model_state.items()}
+    state = theirs.build_model().state_dict()  # float32, in this version's parameter layout
     state, new = remap_output_rows(state, model.state_dict(), theirs.codec, codec or Codec())
     model.load_state_dict(state)
     print(f"initialised the model from {path}" + (f"; new characters start untrained: {''.join(new)!r}" if new else ""))

@@ -18,7 +18,7 @@ from text_recognizer.ctc import ctc_loss
 CODEC = Codec()
 TEXT = "hello"
 IDS = CODEC.encode(TEXT)
-H, E, L, O = IDS[0], IDS[1], IDS[2], IDS[4]
+H, E, L, O = IDS[0], IDS[1], IDS[2], IDS[4]  # noqa: E741 (named after the letters of "hello")
 BLANK = 0
 
 
@@ -32,7 +32,8 @@ def frames(ids: list[int], p: float) -> torch.Tensor:
 
 def loss(x: torch.Tensor, reduction: str = "none") -> float:
     targets = torch.tensor([IDS])
-    return float(ctc_loss(x, targets, torch.tensor([x.shape[1]]), torch.tensor([len(IDS)]), reduction=reduction, impl="torch"))
+    lengths = (torch.tensor([x.shape[1]]), torch.tensor([len(IDS)]))
+    return float(ctc_loss(x, targets, *lengths, reduction=reduction, impl="torch"))
 
 
 VALID = [H, E, L, BLANK, L, O]  # a genuinely perfect alignment: a blank separates the two l's
@@ -83,5 +84,6 @@ def test_cause_3_no_blank_between_repeated_characters():
     # with only five frames "hello" cannot be aligned at all: the loss is +inf (0 with zero_infinity)
     assert loss(frames(IDS, 0.99)) == math.inf
     five = frames(IDS, 0.99)
-    zeroed = ctc_loss(five, torch.tensor([IDS]), torch.tensor([5]), torch.tensor([5]), reduction="none", zero_infinity=True)
+    zeroed = ctc_loss(five, torch.tensor([IDS]), torch.tensor([5]), torch.tensor([5]), reduction="none",
+                      zero_infinity=True)
     assert float(zeroed) == 0.0

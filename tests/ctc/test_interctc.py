@@ -16,9 +16,6 @@ SMALL = dict(kind="crnn", height=16, window_width=16, window_stride=4, cnn_chann
              conv_blocks=1, conv_kernel=3, lstm_layers=2, lstm_hidden=8, num_classes=7, dropout=0.0)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 class AddBlock(nn.Module):
     """A residual block whose branch is a constant: output = x + delta."""
 
@@ -36,7 +33,8 @@ class HandModel(nn.Module):
     def __init__(self):
         super().__init__()
         self.encoder = nn.Module()
-        self.encoder.blocks = nn.ModuleDict({"a": AddBlock([0.0, 1.0]), "b": AddBlock([1.0, 0.0]), "c": AddBlock([0.0, 2.0])})
+        self.encoder.blocks = nn.ModuleDict(
+            {"a": AddBlock([0.0, 1.0]), "b": AddBlock([1.0, 0.0]), "c": AddBlock([0.0, 2.0])})
         self.encoder.norm = nn.Identity()
         self.head_dropout = nn.Identity()
         self.head = nn.Linear(2, 2, bias=False)
@@ -165,7 +163,8 @@ def test_invalid_settings(layers, weights, message):
 
 def test_layers_must_exist_in_the_model():
     model = build_model(ModelConfig(**SMALL))  # 3 blocks: conv1 lstm1 lstm2
-    with pytest.raises(ValueError, match=r"layers \[4\] do not exist: the encoder has 3 blocks, numbered 1..3 \(1=conv1, 2=lstm1, 3=lstm2\)"):
+    message = r"layers \[4\] do not exist: the encoder has 3 blocks, numbered 1..3 \(1=conv1, 2=lstm1, 3=lstm2\)"
+    with pytest.raises(ValueError, match=message):
         with InterCTC([2, 4], [0.1, 0.1]).capture(model):
             pass
     assert all(len(m._forward_hooks) == 0 for m in model.modules())

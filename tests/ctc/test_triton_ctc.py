@@ -11,6 +11,7 @@ float32 CTC on the same case: our error may be at most twice PyTorch's, plus a t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -316,7 +317,7 @@ def test_gradcheck_float64():
     device_targets = targets.to(DEVICE)
     lengths = (input_lengths.to(DEVICE), target_lengths.to(DEVICE))
     for reduction in ("none", "mean"):
-        def fn(x):
+        def fn(x, reduction=reduction):
             return ctc_loss(x, device_targets, *lengths, blank=1, reduction=reduction, impl="triton")
 
         x = logits.to(DEVICE).requires_grad_(True)
@@ -487,30 +488,40 @@ def test_deterministic_bitwise():
 
 
 @needs_kernels
-def test_scratch_shift_matches_gather(monkeypatch):
+def test_scratch_shift_matches_gather():
     logits, targets, input_lengths, target_lengths = mixed_batch(seed=9)
     gathered = ours(logits.float(), targets, input_lengths, target_lengths, reduction="none")
-    monkeypatch.setenv("TEXT_RECOGNIZER_CTC_SHIFT", "scratch")
-    scratched = ours(logits.float(), targets, input_lengths, target_lengths, reduction="none")
+    scratched = ours(logits.float(), targets, input_lengths, target_lengths, reduction="none",
+                     kernel_config=triton_ctc.KernelConfig(shift="scratch"))
     assert torch.equal(gathered[0], scratched[0]) and torch.equal(gathered[1], scratched[1])
-    monkeypatch.setenv("TEXT_RECOGNIZER_CTC_SHIFT", "bogus")
-    with pytest.raises(ValueError, match="TEXT_RECOGNIZER_CTC_SHIFT"):
-        ours(logits.float(), targets, input_lengths, target_lengths)
 
 
 @needs_kernels
-def test_sequential_directions_match_concurrent(monkeypatch):
-    """Alpha and beta in one launch (grid (B, 2)) or two launches: bitwise the same."""
+def test_sequential_directions_and_warps_match_default():
+    """Alpha and beta in one launch (grid (B, 2)) or two, with any recursion warps: bitwise the same."""
     logits, targets, input_lengths, target_lengths = mixed_batch(seed=16)
-    results = []
-    for mode in ("concurrent", "sequential", "auto"):
-        monkeypatch.setenv("TEXT_RECOGNIZER_CTC_DIRECTIONS", mode)
-        results.append(ours(logits.float(), targets, input_lengths, target_lengths, reduction="sum"))
+    configs = [None, triton_ctc.KernelConfig(directions="sequential"), triton_ctc.KernelConfig(recursion_warps=1)]
+    results = [ours(logits.float(), targets, input_lengths, target_lengths, reduction="sum", kernel_config=config)
+               for config in configs]
     for loss, grad in results[1:]:
         assert torch.equal(loss, results[0][0]) and torch.equal(grad, results[0][1])
-    monkeypatch.setenv("TEXT_RECOGNIZER_CTC_DIRECTIONS", "bogus")
-    with pytest.raises(ValueError, match="TEXT_RECOGNIZER_CTC_DIRECTIONS"):
-        ours(logits.float(), targets, input_lengths, target_lengths)
+
+
+def test_kernel_config_defaults_and_validation():
+    default = triton_ctc.DEFAULT_KERNEL_CONFIG
+    assert default == triton_ctc.KernelConfig(shift="gather", recursion_warps=None, directions="concurrent")
+    assert triton_ctc.kernel_configs(80, 64)["recursion"]["num_warps"] == 4  # BLOCK 128 / 32
+    assert triton_ctc.kernel_configs(80, 64, triton_ctc.KernelConfig(recursion_warps=8))["recursion"]["num_warps"] == 8
+    for field, bad in (("shift", "bogus"), ("directions", "auto"), ("recursion_warps", 3),
+                       ("recursion_warps", True)):
+        with pytest.raises(ValueError, match=f"KernelConfig.{field}"):
+            triton_ctc.KernelConfig(**{field: bad})
+    with pytest.raises(dataclasses.FrozenInstanceError):  # cannot change under a running loss
+        default.shift = "scratch"
+    logits = torch.randn(1, 3, 3)
+    with pytest.raises(TypeError, match="KernelConfig"):
+        triton_ctc.fused_ctc_loss(logits, torch.ones(1, 1, dtype=torch.int64), torch.tensor([3]),
+                                  torch.tensor([1]), config={"shift": "scratch"})
 
 
 @needs_kernels

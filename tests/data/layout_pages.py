@@ -42,7 +42,7 @@ def draw_page(texts=TEXTS, angles=(0.0, 0.0, 4.0), size=(1000, 420), seed=0) -> 
         tx, ty = 40.0, 30.0 + 130.0 * number
         c, s = math.cos(math.radians(angle)), math.sin(math.radians(angle))
 
-        def forward(qx, qy):
+        def forward(qx, qy, c=c, s=s, tx=tx, ty=ty):
             return (round(c * qx - s * qy + tx, 1), round(s * qx + c * qy + ty, 1))
 
         # Image.transform maps each output (page) pixel to the input (line) pixel it samples.

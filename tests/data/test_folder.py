@@ -170,7 +170,7 @@ def _truncated_png(tmp_path: Path) -> Path:
         lambda d: (d / "text.png", b"this is not an image at all"),
         lambda d: (d / "empty.png", b""),
         lambda d: (d / "corrupt.png", b"\x89PNG\r\n\x1a\n" + b"\x00garbage" * 20),
-        lambda d: (d / "labels.jpg", "file\ttext\n".encode()),
+        lambda d: (d / "labels.jpg", b"file\ttext\n"),
     ],
 )
 def test_open_image_unreadable_bytes(tmp_path: Path, make) -> None:

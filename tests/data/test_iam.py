@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.data.fakes import IAM_LINES, http_server, make_iam_archives, sha256, write_metadata
+from tests.data.fakes import http_server, make_iam_archives, sha256, write_metadata
 from text_recognizer.data import iam
 from text_recognizer.data.download import ChecksumError, DownloadError
 from text_recognizer.data.folder import read_labels

@@ -49,7 +49,8 @@ def test_page_text_choice_words_fallback_and_broken_coords(tmp_path):
                       '<TextEquiv index="2"><Unicode>second</Unicode></TextEquiv>'
                       '<TextEquiv index="1"><Unicode>first</Unicode></TextEquiv>')
     words = "".join(f'<Word id="w{i}"><Coords points="1,1 2,1 2,2"/>'
-                    f"<TextEquiv><Unicode>{word}</Unicode></TextEquiv></Word>" for i, word in enumerate(["Grüße", "aus"]))
+                    f"<TextEquiv><Unicode>{word}</Unicode></TextEquiv></Word>"
+                    for i, word in enumerate(["Grüße", "aus"]))
     xml = xml.replace('<Coords points="1,1 9,1 9"/>', '<Coords points="1,1 9,1 9"/>' + words)
     (tmp_path / "p.xml").write_text(xml, encoding="utf-8")
     a, b, c = read_layout(tmp_path / "p.xml").lines

@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 
 from text_recognizer.codec import Codec, UnknownCharacterError
 from text_recognizer.data.folder import FolderLines
-from text_recognizer.data.lines import EncodedLines, LineBatch, LineSample, collate_lines
+from text_recognizer.data.lines import EncodedLines, LineBatch, LineSample, MappedLines, collate_lines
 from text_recognizer.data.synthetic import render_line
 from text_recognizer.stem import preprocess
 
@@ -38,14 +38,14 @@ def test_encoded_lines_apply_stem_and_codec(pairs) -> None:
         assert sample.image.shape == (1, HEIGHT, round(image.width * HEIGHT / image.height))
 
 
-def test_encoded_lines_augment_runs_on_the_pil_image(pairs) -> None:
+def test_mapped_lines_augment_the_pil_image_before_the_stem(pairs) -> None:
     seen = []
 
     def mirror(image: Image.Image) -> Image.Image:
         seen.append(image)
         return ImageOps.mirror(image)
 
-    sample = EncodedLines(pairs, Codec(), HEIGHT, augment=mirror)[0]
+    sample = EncodedLines(MappedLines(pairs, mirror), Codec(), HEIGHT)[0]
     assert len(seen) == 1 and isinstance(seen[0], Image.Image)
     assert torch.equal(sample.image, preprocess(ImageOps.mirror(pairs[0][0]), HEIGHT))
     unmirrored = preprocess(pairs[0][0], HEIGHT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,7 +17,7 @@ SMALL = dict(height=16, window_width=16, window_stride=4, cnn_channels=(4, 8), f
              conv_blocks=1, conv_kernel=3, lstm_layers=1, lstm_hidden=8, num_classes=7)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 
 
 def small(kind: str, **overrides) -> ModelConfig:
@@ -160,7 +161,7 @@ def test_shared_cnn_is_cheaper() -> None:
     counts = {}
     for name, model in (("shared", shared), ("per_window", per_window)):
         seen = []
-        hook = model.window_cnn.conv[0].register_forward_hook(lambda m, i, o: seen.append(i[0].numel()))
+        hook = model.window_cnn.conv[0].register_forward_hook(lambda m, i, o, seen=seen: seen.append(i[0].numel()))
         with torch.no_grad():
             model(torch.rand(1, 1, 16, 400))
         hook.remove()
@@ -168,7 +169,8 @@ def test_shared_cnn_is_cheaper() -> None:
     assert counts["per_window"] / counts["shared"] == pytest.approx(97 * 16 / 400, rel=1e-6)
 
 
-@pytest.mark.parametrize(("width", "stride", "channels"), [(16, 3, (4, 8)), (16, 8, (4, 8)), (12, 8, (4, 8, 8)), (10, 4, (4, 8))])
+@pytest.mark.parametrize(("width", "stride", "channels"),
+                         [(16, 3, (4, 8)), (16, 8, (4, 8)), (12, 8, (4, 8, 8)), (10, 4, (4, 8))])
 def test_shared_cnn_geometry_errors(width: int, stride: int, channels: tuple) -> None:
     with pytest.raises(ValueError, match="shared_cnn"):
         small("line_cnn", window_width=width, window_stride=stride, cnn_channels=channels, height=32)
@@ -213,6 +215,8 @@ def test_build_model_kinds() -> None:
     assert type(build_model(small("crnn"))) is CRNN
     with pytest.raises(ValueError, match="kind='crnn'"):
         CRNN(small("line_cnn"))
+    with pytest.raises(ValueError, match="kind='line_cnn'"):
+        LineCNN(small("crnn"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,14 +225,26 @@ def test_build_model_kinds() -> None:
 
 
 def test_encoder_block_names() -> None:
-    crnn = Encoder(small("crnn", conv_blocks=2, lstm_layers=3))
+    crnn = build_model(small("crnn", conv_blocks=2, lstm_layers=3)).encoder
     assert crnn.block_names == ["conv1", "conv2", "lstm1", "lstm2", "lstm3"]
     assert all(isinstance(crnn.blocks[n], ConvBlock) for n in ("conv1", "conv2"))
     assert isinstance(crnn.blocks["lstm3"], LSTMBlock)
     # line_cnn never has LSTM blocks, whatever lstm_layers says
-    assert Encoder(small("line_cnn", conv_blocks=2, lstm_layers=3)).block_names == ["conv1", "conv2"]
-    assert Encoder(small("crnn", conv_blocks=0, lstm_layers=1)).block_names == ["lstm1"]
-    assert Encoder(small("crnn", conv_blocks=0, lstm_layers=0)).block_names == []
+    assert build_model(small("line_cnn", conv_blocks=2, lstm_layers=3)).encoder.block_names == ["conv1", "conv2"]
+    assert build_model(small("crnn", conv_blocks=0, lstm_layers=1)).encoder.block_names == ["lstm1"]
+    assert build_model(small("crnn", conv_blocks=0, lstm_layers=0)).encoder.block_names == []
+    for kind in MODEL_KINDS:  # the model's blocks are the ones its config names, in order
+        config = small(kind, conv_blocks=2, lstm_layers=2)
+        assert build_model(config).encoder.block_names == config.block_names
+
+
+def test_encoder_runs_the_blocks_it_is_given() -> None:
+    torch.manual_seed(0)
+    blocks = {"conv1": ConvBlock(16, 3, 0.0)}
+    encoder = Encoder(blocks, 16).eval()
+    x, lengths = torch.randn(2, 9, 16), torch.tensor([9, 5])
+    with torch.no_grad():
+        assert torch.equal(encoder(x, lengths), encoder.norm(blocks["conv1"](x, lengths)))
 
 
 def test_blocks_are_residual_and_keep_shape() -> None:
@@ -366,3 +382,15 @@ def test_reverse_within_keeps_padding_in_place() -> None:
     out = reverse_within(x, torch.tensor([3, 5]))
     assert out[:, :, 0].tolist() == [[2, 1, 0, 3, 4], [9, 8, 7, 6, 5]]
     assert torch.equal(reverse_within(out, torch.tensor([3, 5])), x)
+
+
+def test_models_saved_before_the_encoder_rework_load_and_predict_the_same() -> None:
+    """State dicts of the earlier model structure (Encoder building the LSTM blocks itself) keep their
+    keys: ``small_models_v1.pt`` holds a small CRNN and LineCNN, an input and their logits then."""
+    saved = torch.load(FIXTURES / "small_models_v1.pt", weights_only=True)
+    for kind, entry in saved.items():
+        model = build_model(ModelConfig.from_dict(entry["config"])).eval()
+        model.load_state_dict(entry["state"])  # strict: same keys, same shapes
+        with torch.no_grad():
+            logits = model(entry["images"], entry["widths"])
+        torch.testing.assert_close(logits, entry["logits"], rtol=1e-5, atol=1e-6, msg=kind)

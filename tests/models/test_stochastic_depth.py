@@ -14,9 +14,6 @@ SMALL = dict(height=16, window_width=16, window_stride=4, cnn_channels=(4, 8), f
              conv_blocks=2, conv_kernel=3, lstm_layers=2, lstm_hidden=8, num_classes=7, dropout=0.0)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 # -- probabilities ------------------------------------------------------------------------------
 
 
@@ -66,7 +63,8 @@ def test_invalid_settings_are_rejected_with_clear_errors(settings, message):
 def test_old_checkpoint_configs_without_the_new_keys_still_load():
     old = {k: v for k, v in ModelConfig(kind="crnn", **SMALL).to_dict().items() if not k.startswith("stochastic_depth")}
     config = ModelConfig.from_dict(old)
-    assert config.stochastic_depth == 0.0 and config.stochastic_depth_mode == "linear" and config.stochastic_depth_start == 1
+    assert config.stochastic_depth == 0.0
+    assert config.stochastic_depth_mode == "linear" and config.stochastic_depth_start == 1
     roundtrip = ModelConfig(kind="crnn", **{**SMALL, "stochastic_depth": 0.3, "stochastic_depth_mode": "uniform"})
     assert ModelConfig.from_dict(roundtrip.to_dict()) == roundtrip
 
@@ -103,7 +101,8 @@ def test_block_expectation_matches_eval_output():
 def test_eval_ignores_stochastic_depth_and_draws_no_random_numbers():
     torch.manual_seed(0)
     plain = build_model(ModelConfig(kind="crnn", **SMALL)).eval()
-    with_sd = build_model(ModelConfig(kind="crnn", **{**SMALL, "stochastic_depth": 0.5, "stochastic_depth_mode": "uniform"})).eval()
+    sd_config = ModelConfig(kind="crnn", **{**SMALL, "stochastic_depth": 0.5, "stochastic_depth_mode": "uniform"})
+    with_sd = build_model(sd_config).eval()
     with_sd.load_state_dict(plain.state_dict())
     images = torch.rand(2, 1, 16, 40)
     state = torch.get_rng_state()

@@ -28,8 +28,6 @@ from training.alphabet import main as alphabet_main
 from training.config import DataConfig, ExperimentConfig
 from training.run_experiment import main as train_main
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 LINES = ["Grüße aus Köln", "ça a été très réussi", "Straße über Äcker", "où est la forêt ?",
          "Noël à Zürich", "der Bär schläft", "la fenêtre ouverte", "schöne Grüße, Jürgen"]
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")

@@ -65,7 +65,7 @@ def test_line_aspects_read_headers_through_the_dataset_wrappers(tmp_path):
     write_folder(tmp_path / "lines", 4)
     folder = FolderLines(tmp_path / "lines")
     expected = []
-    for record in folder.records:
+    for _ in folder.records:
         image = folder[len(expected)][0]
         expected.append(image.width / image.height)
     augmented = MappedLines(Subset(ConcatDataset([folder, folder]), [5, 0]), build_augmentation(AugmentConfig()))

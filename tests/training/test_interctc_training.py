@@ -24,9 +24,6 @@ from .helpers import TINY_FLAGS, tiny_config
 BOTH = {"model": {"stochastic_depth": 0.3, "conv_blocks": 2}, "interctc": {"layers": (1, 2), "weights": (0.2, 0.1)}}
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 def both_config(run_dir, **overrides):
     overrides["data"] = {"synthetic_train_lines": 8, "synthetic_val_lines": 4, **overrides.get("data", {})}
     config = tiny_config(run_dir, model=BOTH["model"], **overrides)

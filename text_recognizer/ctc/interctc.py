@@ -48,7 +48,8 @@ class InterCTC:
                 f"and {len(weights)} weights {list(weights)}"
             )
         if not layers:
-            raise ValueError("interctc: no layers given (use --interctc-layers, e.g. 2 4, with as many --interctc-weights)")
+            raise ValueError(
+                "interctc: no layers given (use --interctc-layers, e.g. 2 4, with as many --interctc-weights)")
         for layer in layers:
             if isinstance(layer, bool) or not isinstance(layer, int) or layer < 1:
                 raise ValueError(f"interctc layers are encoder block numbers >= 1, got {layer!r} in {list(layers)}")

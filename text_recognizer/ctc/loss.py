@@ -39,6 +39,7 @@ def ctc_loss(
     reduction: str = "mean",
     zero_infinity: bool = False,
     impl: str = "auto",
+    kernel_config=None,
 ) -> torch.Tensor:
     """CTC negative log-likelihood of ``targets`` given raw ``logits``.
 
@@ -50,6 +51,9 @@ def ctc_loss(
         reduction: ``"none"``, ``"sum"`` or ``"mean"``.
         zero_infinity: replace infinite losses (infeasible samples) by 0.
         impl: ``"auto"``, ``"torch"`` or ``"triton"``.
+        kernel_config: launch choices of the Triton kernels
+            (``text_recognizer.ctc.triton_ctc.KernelConfig``; ``None``: the defaults). They change
+            speed only, never a result, so the PyTorch implementation ignores them.
     """
     input_lengths, target_lengths, max_target_length = _check_arguments(
         logits, targets, input_lengths, target_lengths, blank, reduction, impl
@@ -62,6 +66,7 @@ def ctc_loss(
             logits, targets, input_lengths, target_lengths,
             blank=blank, reduction=reduction, zero_infinity=zero_infinity,
             max_target_length=max_target_length,  # known on the host: no device sync there
+            config=kernel_config,
         )
     return _torch_ctc_loss(
         logits, targets, input_lengths, target_lengths, blank, reduction, zero_infinity
@@ -98,7 +103,8 @@ def _torch_ctc_loss(logits, targets, input_lengths, target_lengths, blank, reduc
         blank=blank, reduction="none", zero_infinity=True,
     )  # (B,)
     if not zero_infinity:
-        per_sample = per_sample + _infinite_offsets(log_probs, targets, input_lengths, target_lengths, blank, per_sample)
+        per_sample = per_sample + _infinite_offsets(log_probs, targets, input_lengths, target_lengths, blank,
+                                                    per_sample)
     if reduction == "none":
         return per_sample
     if reduction == "sum":

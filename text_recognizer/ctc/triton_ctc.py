@@ -45,11 +45,9 @@ per frame (with both vectors indexed alike it needed two: ``g_blank[i + 1]`` and
 
 The shift ``x[i-1]`` / ``x[i+1]`` is done **in registers** with ``tl.gather`` (the compiler inserts
 whatever shared-memory traffic and barriers the layout needs; no hand-written memory round trip can
-race). A fallback that goes through a small per-program global scratch row with
-``tl.debug_barrier()`` before the write and before the read is selectable with the environment
-variable ``TEXT_RECOGNIZER_CTC_SHIFT=scratch`` (default ``gather``). The warps of the recursion
-kernel can be forced with ``TEXT_RECOGNIZER_CTC_SERIAL_WARPS`` (default ``BLOCK / 32`` in [1, 16]:
-one state of each vector per thread, the fewest instructions per warp and frame).
+race). The launch choices that do not change any result (the shift implementation, the recursion
+kernel's warps, concurrent or sequential alpha/beta launches) are a frozen :class:`KernelConfig`
+passed to :func:`fused_ctc_loss`; its defaults are the shipped choice.
 
 Kernels and buffers
 -------------------
@@ -64,11 +62,11 @@ Kernels and buffers
 2. ``_recursion_kernel`` (grid ``(B, 2)`` when a gradient is needed, ``(B, 1)`` otherwise): program
    ``(b, 0)`` runs the alpha recursion forward in time, program ``(b, 1)`` the beta recursion
    backward in time, **concurrently** (the serial chain of forward + backward is one ``T`` long,
-   not two). ``TEXT_RECOGNIZER_CTC_DIRECTIONS`` (``auto``, ``concurrent``, ``sequential``) selects
-   one launch of grid ``(B, 2)`` or two launches of grid ``(B, 1)`` (alpha, then beta; same code,
-   same results bitwise); ``auto`` is concurrent (see ``_concurrent_directions``). Each step loads
-   one small contiguous emission vector (plus the blank scalar); the loop is unrolled by 4 and the next 4 frames' emissions are loaded one chunk ahead, so their latency
-   overlaps the arithmetic. With a gradient they store ``state[0] = alpha`` and
+   not two). ``KernelConfig.directions`` selects one launch of grid ``(B, 2)`` (``concurrent``,
+   the default) or two launches of grid ``(B, 1)`` (``sequential``: alpha, then beta; same code,
+   same results bitwise). Each step loads one small contiguous emission vector (plus the blank
+   scalar); the loop is unrolled by 4 and the next 4 frames' emissions are loaded one chunk ahead,
+   so their latency overlaps the arithmetic. With a gradient they store ``state[0] = alpha`` and
    ``state[1] = beta``, ``state`` ``(2, B, T, 2W)`` (per frame the blank states in ``[0, W)``, the
    character states in ``[W, 2W)``). The two programs only read ``emit`` and the targets and write
    disjoint halves of ``state``: they never exchange data. The alpha program writes the NLL
@@ -115,22 +113,63 @@ Running on the CPU: set ``TRITON_INTERPRET=1`` *before this module is imported* 
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
 
-__all__ = ["MAX_TARGET_LENGTH", "fused_ctc_loss", "kernel_configs"]
+__all__ = ["DEFAULT_KERNEL_CONFIG", "KernelConfig", "MAX_TARGET_LENGTH", "fused_ctc_loss", "kernel_configs"]
 
 #: Longest supported label (characters). The extended label then has 2047 states.
 MAX_TARGET_LENGTH = 1023
 
-_SHIFT_ENV = "TEXT_RECOGNIZER_CTC_SHIFT"
-_WARPS_ENV = "TEXT_RECOGNIZER_CTC_SERIAL_WARPS"
-_DIRECTIONS_ENV = "TEXT_RECOGNIZER_CTC_DIRECTIONS"
 #: Entries of the gradient kernel's (character states x class chunk) tile.
 _GRAD_TILE = 1024
+
+_SHIFTS = ("gather", "scratch")
+_DIRECTIONS = ("concurrent", "sequential")
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Launch choices of the fused kernels that change speed only, never a result (bitwise).
+
+    The defaults are the shipped choice and live only here. The alternatives stay because they are
+    cheap (one compile-time branch, one launch-grid choice, one number) and because they are what
+    ``benchmarks/ctc_bench.py`` sweeps to re-tune on another GPU or Triton version: on the H200 the
+    sweep's best setting was within run-to-run noise (~0.1 ms) of the defaults (0.475 vs 0.48 ms,
+    ``benchmarks/RESULTS.md``), so no alternative earned becoming the default.
+
+    Attributes:
+        shift: ``"gather"`` shifts the state vectors in registers with ``tl.gather``;
+            ``"scratch"`` goes through a per-program global row with barriers (a fallback for a
+            Triton whose ``tl.gather`` misbehaves).
+        recursion_warps: warps of the recursion kernel, a power of two in [1, 16]; ``None``:
+            ``BLOCK / 32`` clamped to [1, 16] (one state of each vector per thread).
+        directions: ``"concurrent"`` runs alpha and beta in one launch of grid ``(B, 2)``;
+            ``"sequential"`` in two launches of grid ``(B, 1)``. One launch of ``2 B`` programs
+            never needs more waves than two of ``B``, and the programs are latency-bound chains
+            that share a multiprocessor well.
+    """
+
+    shift: str = "gather"
+    recursion_warps: int | None = None
+    directions: str = "concurrent"
+
+    def __post_init__(self):
+        if self.shift not in _SHIFTS:
+            raise ValueError(f"KernelConfig.shift must be one of {_SHIFTS}, got {self.shift!r}")
+        if self.directions not in _DIRECTIONS:
+            raise ValueError(f"KernelConfig.directions must be one of {_DIRECTIONS}, got {self.directions!r}")
+        warps = self.recursion_warps
+        if warps is not None and (isinstance(warps, bool) or not isinstance(warps, int)
+                                  or warps not in (1, 2, 4, 8, 16)):
+            raise ValueError(f"KernelConfig.recursion_warps must be None or one of 1, 2, 4, 8, 16, got {warps!r}")
+
+
+#: The shipped kernel configuration.
+DEFAULT_KERNEL_CONFIG = KernelConfig()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -513,14 +552,7 @@ def _reduce_kernel(out_ptr, target_len_ptr, loss_ptr, batch, MEAN: tl.constexpr,
 # ----------------------------------------------------------------------------------------------
 
 
-def _use_scratch() -> bool:
-    mode = os.environ.get(_SHIFT_ENV, "gather").strip().lower()
-    if mode not in ("gather", "scratch"):
-        raise ValueError(f"{_SHIFT_ENV} must be 'gather' or 'scratch', got {mode!r}")
-    return mode == "scratch"
-
-
-def kernel_configs(classes: int, max_target_length: int) -> dict:
+def kernel_configs(classes: int, max_target_length: int, config: KernelConfig = DEFAULT_KERNEL_CONFIG) -> dict:
     """Block sizes and warps of each kernel for ``C`` classes and labels up to ``max_target_length``.
 
     Chosen from the kernels compiled for sm_90 without a GPU (``benchmarks/ctc_static.py``):
@@ -531,7 +563,7 @@ def kernel_configs(classes: int, max_target_length: int) -> dict:
     * ``recursion``: one state of each vector per thread (``BLOCK / 32`` warps, in [1, 16]). The
       frames are a serial chain, so what counts is the instructions of one warp per frame: at
       ``BLOCK = 128``, ~265 with 2 warps (two states per thread), ~145 with 4.
-      ``TEXT_RECOGNIZER_CTC_SERIAL_WARPS`` overrides the warps (benchmarking).
+      ``config.recursion_warps`` overrides the warps (benchmarking).
     * ``grad``: a ``(character states x class chunk)`` tile of ~1024 entries with 2 warps.
     """
     block = triton.next_power_of_2(max_target_length + 1)  # blank states 0..L
@@ -540,29 +572,12 @@ def kernel_configs(classes: int, max_target_length: int) -> dict:
     emit_c = min(classes_pow2, 1024)
     emit_t = max(1, min(32, 1024 // emit_c))
     emit_k = min(triton.next_power_of_2(max_target_length + 1), max(16, 1024 // emit_t))
-    warps = os.environ.get(_WARPS_ENV)
     return {
         "emit": dict(BLOCK_T=emit_t, BLOCK_C=emit_c, BLOCK_K=emit_k, num_warps=4),
-        "recursion": dict(BLOCK=block, num_warps=int(warps) if warps else max(1, min(16, block // 32))),
+        "recursion": dict(BLOCK=block, num_warps=config.recursion_warps or max(1, min(16, block // 32))),
         "grad": dict(BLOCK=block, CHAR_BLOCK=char_block,
                      BLOCK_C=max(1, min(classes_pow2, _GRAD_TILE // char_block)), num_warps=2),
     }
-
-
-def _concurrent_directions() -> bool:
-    """Run alpha and beta in one launch (grid (B, 2)) or in two launches (alpha, then beta).
-
-    ``TEXT_RECOGNIZER_CTC_DIRECTIONS`` = ``concurrent`` / ``sequential`` / ``auto`` (default, =
-    concurrent). One launch of ``2 B`` programs never needs more waves than two launches of
-    ``B`` (and usually half as many), and the programs are latency-bound chains, so a few of them
-    share a multiprocessor well. (An earlier rule ran the directions sequentially when
-    ``2 B > multiprocessors``; the timing it rested on compared two kernel versions that also
-    differed in their gradient kernel, so it did not isolate this choice.)
-    """
-    mode = os.environ.get(_DIRECTIONS_ENV, "auto").strip().lower()
-    if mode not in ("auto", "concurrent", "sequential"):
-        raise ValueError(f"{_DIRECTIONS_ENV} must be 'auto', 'concurrent' or 'sequential', got {mode!r}")
-    return mode != "sequential"
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -577,7 +592,8 @@ class _Prepared:
     (then ``S`` bounds the label lengths).
     """
 
-    def __init__(self, logits, targets, input_lengths, target_lengths, max_target_length):
+    def __init__(self, logits, targets, input_lengths, target_lengths, max_target_length,
+                 config: KernelConfig = DEFAULT_KERNEL_CONFIG):
         batch = logits.shape[0]
         self.concat = targets.dim() == 1
         if max_target_length is not None:
@@ -604,7 +620,9 @@ class _Prepared:
         self.targets = targets
         self.width = max_len + 1  # W: one blank + max_len label entries per frame
         self.block = triton.next_power_of_2(max_len + 1)
-        self.configs = kernel_configs(logits.shape[2], max_len)
+        self.configs = kernel_configs(logits.shape[2], max_len, config)
+        self.scratch = config.shift == "scratch"
+        self.concurrent = config.directions == "concurrent"
         self.block_b = min(1024, triton.next_power_of_2(max(batch, 1)))
         self.input_lengths = input_lengths.contiguous()
         self.target_lengths = target_lengths.contiguous()
@@ -642,12 +660,12 @@ def _forward(logits, prep: _Prepared, blank: int, reduction: str, zero_infinity:
             lse, emit, emit.stride(0), emit.stride(1),
             frames, classes, blank, CONCAT=prep.concat, BLOCK_B=prep.block_b, **emit_cfg,
         )
-    scratch = _use_scratch()
+    scratch = prep.scratch
     scratch_buf = torch.empty((batch, 2, prep.block) if scratch else (1,), dtype=acc_dtype,
                               device=device)
     if not need_grad:
         launches = [(1, 0)]  # (directions in the grid, first direction)
-    elif _concurrent_directions():
+    elif prep.concurrent:
         launches = [(2, 0)]
     else:
         launches = [(1, 0), (1, 1)]
@@ -692,8 +710,8 @@ def _backward(logits, prep: _Prepared, blank: int, reduction: str, nll, lse, sta
 class _FusedCTCLoss(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets, input_lengths, target_lengths, blank, reduction, zero_infinity,
-                need_grad, max_target_length):
-        prep = _Prepared(logits, targets, input_lengths, target_lengths, max_target_length)
+                need_grad, max_target_length, config):
+        prep = _Prepared(logits, targets, input_lengths, target_lengths, max_target_length, config)
         loss, nll, lse, state = _forward(logits, prep, blank, reduction, zero_infinity, need_grad)
         if need_grad:
             ctx.prep = prep
@@ -707,7 +725,7 @@ class _FusedCTCLoss(torch.autograd.Function):
     def backward(ctx, grad_output):
         logits, nll, lse, state = ctx.saved_tensors
         grad = _backward(logits, ctx.prep, ctx.blank, ctx.reduction, nll, lse, state, grad_output)
-        return grad, None, None, None, None, None, None, None, None
+        return grad, None, None, None, None, None, None, None, None, None
 
 
 def fused_ctc_loss(
@@ -720,6 +738,7 @@ def fused_ctc_loss(
     reduction: str = "mean",
     zero_infinity: bool = False,
     max_target_length: int | None = None,
+    config: KernelConfig | None = None,
 ) -> torch.Tensor:
     """CTC loss of raw ``logits`` ``(B, T, C)`` computed by the fused Triton kernels.
 
@@ -731,9 +750,15 @@ def fused_ctc_loss(
     It sizes the buffers; without it, padded targets use their width ``S`` (no synchronisation
     unless ``S > MAX_TARGET_LENGTH``) and concatenated targets read the maximum back (one sync).
     It must not be smaller than the true maximum.
+
+    ``config``: launch choices (:class:`KernelConfig`); ``None`` means :data:`DEFAULT_KERNEL_CONFIG`.
     """
+    if config is None:
+        config = DEFAULT_KERNEL_CONFIG
+    elif not isinstance(config, KernelConfig):
+        raise TypeError(f"config must be a KernelConfig or None, got {type(config).__name__}")
     need_grad = torch.is_grad_enabled() and logits.requires_grad
     return _FusedCTCLoss.apply(
         logits, targets, input_lengths, target_lengths, int(blank), reduction, bool(zero_infinity),
-        need_grad, max_target_length,
+        need_grad, max_target_length, config,
     )

@@ -1,6 +1,7 @@
 """Downloading and verifying dataset archives, and where processed data is cached.
 
-Every real dataset records its archives in ``data/raw/<dataset>/metadata.toml``::
+Every real dataset records its archives in ``text_recognizer/data/metadata/<dataset>.toml`` (package
+data, so an installed package can still download and verify them)::
 
     [files.lines]
     file = "lines.tgz"
@@ -40,7 +41,7 @@ __all__ = [
 ENV_CACHE = "TEXT_RECOGNIZER_DATA"
 ENV_ALLOW_UNVERIFIED = "TEXT_RECOGNIZER_ALLOW_UNVERIFIED"
 _CHUNK = 1 << 20
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+_METADATA_DIR = Path(__file__).resolve().parent / "metadata"
 
 
 class DownloadError(OSError):
@@ -76,8 +77,8 @@ def cache_dir(*parts: str) -> Path:
 
 
 def metadata_path(dataset: str) -> Path:
-    """``data/raw/<dataset>/metadata.toml`` of this repository."""
-    return _REPO_ROOT / "data" / "raw" / dataset / "metadata.toml"
+    """``text_recognizer/data/metadata/<dataset>.toml``: where the dataset's archives come from."""
+    return _METADATA_DIR / f"{dataset}.toml"
 
 
 def load_metadata(path: str | Path) -> dict[str, RemoteFile]:
@@ -123,7 +124,8 @@ def _verify(path: Path, remote: RemoteFile, allow_unverified: bool, source: str)
                 "(a corrupt or different file; delete it and try again)"
             )
     elif allow_unverified:
-        print(f"warning: {remote.name} has no recorded sha256; accepted unverified, its sha256 is {actual}", file=sys.stderr)
+        print(f"warning: {remote.name} has no recorded sha256; accepted unverified, its sha256 is {actual}",
+              file=sys.stderr)
     else:  # pragma: no cover - guarded before we get here
         raise ChecksumError(_no_checksum_message(remote))
 

@@ -1,6 +1,6 @@
 """EMNIST ByClass handwritten characters (62 classes: ``0-9``, ``A-Z``, ``a-z``).
 
-Source: ``matlab.zip`` from NIST (``data/raw/emnist/metadata.toml``, sha256-checked), which holds
+Source: ``matlab.zip`` from NIST (``text_recognizer/data/metadata/emnist.toml``, sha256-checked), which holds
 ``matlab/emnist-byclass.mat``. That MATLAB struct is read with ``scipy.io.loadmat``::
 
     dataset.train.images  (N, 784) uint8, each row a 28x28 image in column-major (MATLAB) order
@@ -52,7 +52,8 @@ def _split(struct, name: str) -> tuple[np.ndarray, np.ndarray]:
     images = np.asarray(_field(part, "images"), dtype=np.uint8)
     labels = np.asarray(_field(part, "labels"), dtype=np.int64).reshape(-1)
     if images.ndim != 2 or images.shape[1] != 28 * 28 or len(images) != len(labels):
-        raise ValueError(f"EMNIST {name}: expected images (N, 784) and labels (N,), got {images.shape} and {labels.shape}")
+        raise ValueError(f"EMNIST {name}: expected images (N, 784) and labels (N,), "
+                         f"got {images.shape} and {labels.shape}")
     # MATLAB stores each 28x28 image column by column: reshape in Fortran order to get it upright.
     return images.reshape(-1, 28, 28, order="F").copy(), labels
 
@@ -67,7 +68,8 @@ def _read_mat(zip_path: Path) -> dict[str, np.ndarray]:
         data = archive.read(names[0])
     mat = loadmat(io.BytesIO(data))
     if "dataset" not in mat:
-        raise ValueError(f"{MAT_NAME} has no 'dataset' struct (keys: {sorted(k for k in mat if not k.startswith('__'))})")
+        keys = sorted(k for k in mat if not k.startswith("__"))
+        raise ValueError(f"{MAT_NAME} has no 'dataset' struct (keys: {keys})")
     struct = mat["dataset"]
     train_images, train_labels = _split(struct, "train")
     test_images, test_labels = _split(struct, "test")

@@ -29,8 +29,10 @@ from PIL import Image
 from text_recognizer.data.download import cache_dir
 from text_recognizer.data.emnist import EMNIST, load_emnist
 from text_recognizer.data.synthetic import sample_text
+from text_recognizer.metadata import LINE_HEIGHT
 
-__all__ = ["EmnistLinesConfig", "render_emnist_line", "sample_emnist_text", "build_emnist_lines", "prepare_emnist_lines"]
+__all__ = ["EmnistLinesConfig", "render_emnist_line", "sample_emnist_text", "build_emnist_lines",
+           "prepare_emnist_lines"]
 
 _MARKER = ".complete"
 _SPLIT_SEED = {"train": 0, "val": 1, "test": 2}
@@ -43,7 +45,7 @@ class EmnistLinesConfig:
     num_test: int = 1_000
     max_overlap: float = 0.33  # largest overlap of neighbouring characters, share of 28 px
     max_chars: int = 40  # longest line, in characters
-    height: int = 64
+    height: int = LINE_HEIGHT
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -70,7 +72,7 @@ def sample_emnist_text(rng: np.random.Generator, charset: str, max_chars: int) -
 
 def render_emnist_line(
     text: str, emnist: EMNIST, by_char: dict[str, np.ndarray], rng: np.random.Generator,
-    max_overlap: float = 0.33, height: int = 64,
+    max_overlap: float = 0.33, height: int = LINE_HEIGHT,
 ) -> Image.Image:
     """``text`` drawn with random EMNIST samples: mode "L", dark ink on white, ``height`` px high."""
     overlap = rng.uniform(0.0, max_overlap)
@@ -90,7 +92,8 @@ def render_emnist_line(
     return image.resize((width, height), Image.Resampling.BILINEAR)
 
 
-def build_emnist_lines(train_chars: EMNIST, test_chars: EMNIST, config: EmnistLinesConfig, out_dir: Path, progress: bool = True) -> dict[str, Path]:
+def build_emnist_lines(train_chars: EMNIST, test_chars: EMNIST, config: EmnistLinesConfig, out_dir: Path,
+                       progress: bool = True) -> dict[str, Path]:
     """Render all three splits into ``out_dir`` (via a temporary folder renamed at the end)."""
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -118,7 +121,8 @@ def build_emnist_lines(train_chars: EMNIST, test_chars: EMNIST, config: EmnistLi
     return {split: out_dir / split for split in sizes}
 
 
-def prepare_emnist_lines(config: EmnistLinesConfig = EmnistLinesConfig(), archive: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
+def prepare_emnist_lines(config: EmnistLinesConfig = EmnistLinesConfig(), archive: str | Path | None = None,
+                         progress: bool = True) -> dict[str, Path]:
     """Folders ``{train, val, test}`` of EMNIST Lines for ``config`` (built on first use, then cached)."""
     out_dir = cache_dir("emnist_lines", config.digest())
     if (out_dir / _MARKER).is_file():

@@ -1,6 +1,6 @@
 """IAM Handwriting Database text lines: archives -> processed dataset folders (cached).
 
-Inputs (``data/raw/iam/metadata.toml``; the FKI site needs registration, so a user normally
+Inputs (``text_recognizer/data/metadata/iam.toml``; the FKI site needs registration, so a user normally
 downloads them by hand and passes their folder as ``archives``):
 
 - ``lines.tgz``: line images, ``lines/a01/a01-000u/a01-000u-00.png`` (members are matched by file
@@ -47,6 +47,7 @@ import numpy as np
 from PIL import Image
 
 from text_recognizer.data.download import ChecksumError, DownloadError, cache_dir, fetch, load_metadata, metadata_path
+from text_recognizer.metadata import LINE_HEIGHT
 
 __all__ = ["IAMLine", "parse_lines_txt", "parse_forms_txt", "parse_split_list", "preprocess_line",
            "prepare_iam", "iam_dir", "SPLIT_FILES", "FOLDERS"]
@@ -123,7 +124,7 @@ def preprocess_line(image: Image.Image, threshold: int | None, height: int, bina
     return out.resize((width, height), Image.Resampling.LANCZOS)
 
 
-def iam_dir(height: int = 64, binarize: bool = False) -> Path:
+def iam_dir(height: int = LINE_HEIGHT, binarize: bool = False) -> Path:
     """Where ``prepare_iam`` puts the processed folders for these settings."""
     return cache_dir("iam", f"lines_h{height}{'_bin' if binarize else ''}")
 
@@ -187,7 +188,7 @@ def _assign(lines: dict[str, IAMLine], lists: dict[str, list[str]], writers: dic
 
 def prepare_iam(
     archives: str | Path | None = None,
-    height: int = 64,
+    height: int = LINE_HEIGHT,
     binarize: bool = False,
     allow_unverified: bool = False,
     force: bool = False,
@@ -196,7 +197,7 @@ def prepare_iam(
     """Processed IAM folders ``{train, val, test, train_extra}`` (built on the first call, then cached).
 
     ``archives`` is a folder holding ``lines.tgz``, ``ascii.tgz`` and the split zip (or ``None``:
-    look in the download cache, then download from the URLs in ``data/raw/iam/metadata.toml``).
+    look in the download cache, then download from the URLs in ``text_recognizer/data/metadata/iam.toml``).
     """
     out_dir = iam_dir(height, binarize)
     marker = out_dir / _MARKER
@@ -207,7 +208,8 @@ def prepare_iam(
     paths = {}
     for key in ("lines", "ascii", "splits"):
         try:
-            paths[key] = fetch(meta[key], downloads, local=archives, allow_unverified=allow_unverified, progress=progress)
+            paths[key] = fetch(meta[key], downloads, local=archives, allow_unverified=allow_unverified,
+                               progress=progress)
         except DownloadError as error:
             if isinstance(error, ChecksumError):
                 raise
@@ -266,9 +268,12 @@ def prepare_iam(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Process IAM text lines into dataset folders (cached).")
-    parser.add_argument("--archives", type=Path, default=None, help="folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip (default: download)")
-    parser.add_argument("--height", type=int, default=64, help="line height in pixels")
-    parser.add_argument("--binarize", action="store_true", help="pure black ink (like the development copy) instead of grey")
+    parser.add_argument("--archives", type=Path, default=None,
+                        help="folder with lines.tgz, ascii.tgz and largeWriterIndependentTextLineRecognitionTask.zip "
+                             "(default: download)")
+    parser.add_argument("--height", type=int, default=LINE_HEIGHT, help="line height in pixels")
+    parser.add_argument("--binarize", action="store_true",
+                        help="pure black ink (like the development copy) instead of grey")
     parser.add_argument("--allow-unverified", action="store_true", help="accept archives whose sha256 is not recorded")
     parser.add_argument("--force", action="store_true", help="rebuild even if a processed copy exists")
     args = parser.parse_args(argv)

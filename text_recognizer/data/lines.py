@@ -59,27 +59,18 @@ class MappedLines(Dataset):
 
 
 class EncodedLines(Dataset):
-    """Stem + codec over a dataset of ``(PIL image, text)``; optional augmentation of the PIL image."""
+    """Stem + codec over a dataset of ``(PIL image, text)`` (augment the PIL images with ``MappedLines``)."""
 
-    def __init__(
-        self,
-        lines: Dataset,
-        codec: Codec,
-        height: int,
-        augment: Callable[[Image.Image], Image.Image] | None = None,
-    ):
+    def __init__(self, lines: Dataset, codec: Codec, height: int):
         self.lines = lines
         self.codec = codec
         self.height = height
-        self.augment = augment
 
     def __len__(self) -> int:
         return len(self.lines)  # type: ignore[arg-type]
 
     def __getitem__(self, index: int) -> LineSample:
         image, text = self.lines[index]
-        if self.augment is not None:
-            image = self.augment(image)
         tensor = preprocess(image, self.height)  # (1, H, W)
         ids = torch.tensor(self.codec.encode(text), dtype=torch.int64)  # (L,)
         return LineSample(tensor, ids, text)

@@ -24,15 +24,18 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from text_recognizer.codec import Codec
 from text_recognizer.data.checks import POLICIES, DataCheckError, DataReport, check_records
 from text_recognizer.data.download import cache_dir
 from text_recognizer.data.folder import LABELS_FILE, LineRecord, open_image
-from text_recognizer.data.layout import LayoutError, PageLayout, read_layout
 from text_recognizer.data.linecut import cut_line, page_gray, polygon_problem
 from text_recognizer.models.line_cnn import WindowGeometry
 from text_recognizer.normalization import normalizer
+
+if TYPE_CHECKING:
+    from text_recognizer.data.layout import PageLayout
 
 #: Bump when cutting changes (masking, deskewing, file format): old cache entries are then ignored.
 CUT_VERSION = 1
@@ -125,6 +128,8 @@ def cut_layout_folder(folder: str | Path, cache_root: str | Path | None = None,
     ``cache_root`` defaults to ``<data cache>/page_lines`` (``$TEXT_RECOGNIZER_DATA`` or
     ``~/.cache/text_recognizer``). ``normalize`` maps each text (e.g. Unicode NFC) before use.
     """
+    from text_recognizer.data.layout import LayoutError, read_layout  # lxml: needed only when pages are read
+
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"layout folder {folder} does not exist or is not a directory")

@@ -26,6 +26,7 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from text_recognizer.codec import DEFAULT_CHARSET
 from text_recognizer.data.words import sampling_cdf, words
+from text_recognizer.metadata import LINE_HEIGHT
 
 __all__ = ["SyntheticLines", "render_line", "sample_text", "FONT_WEIGHTS"]
 
@@ -152,7 +153,7 @@ def _warp(rng: np.random.Generator, pts: np.ndarray, amp: float) -> np.ndarray:
     return pts + disp
 
 
-def render_line(text: str, rng: np.random.Generator, height: int = 64) -> Image.Image:
+def render_line(text: str, rng: np.random.Generator, height: int = LINE_HEIGHT) -> Image.Image:
     """Render one handwriting-like line of ``text``: mode "L", dark ink on light paper, ``height`` px."""
     font = _font(_FONT_NAMES[int(rng.choice(len(_FONT_NAMES), p=_FONT_P))])
 
@@ -438,7 +439,7 @@ def sample_text(rng: np.random.Generator, max_chars: int = 80) -> str:
 class SyntheticLines(torch.utils.data.Dataset):
     """``num_lines`` synthetic (image, text) pairs; item ``i`` depends only on ``(seed, i)``."""
 
-    def __init__(self, num_lines: int, seed: int = 0, height: int = 64, max_chars: int = 80):
+    def __init__(self, num_lines: int, seed: int = 0, height: int = LINE_HEIGHT, max_chars: int = 80):
         if num_lines < 0:
             raise ValueError(f"num_lines must be >= 0, got {num_lines}")
         if height < 8:

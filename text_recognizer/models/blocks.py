@@ -32,7 +32,8 @@ class ConvBlock(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def branch(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        y = self.norm(x) * frame_mask(lengths, x.shape[1], x.device)  # (B, T, D), zero past each length
+        valid = length_mask(lengths, x.shape[1], x.device)[:, :, None]  # (B, T, 1)
+        y = self.norm(x) * valid.to(x.dtype)  # (B, T, D), zero past each length
         y = self.act(self.conv(y.transpose(1, 2))).transpose(1, 2)  # (B, D, T) -> (B, T, D)
         return self.dropout(y)  # (B, T, D)
 
@@ -65,7 +66,8 @@ class LSTMBlock(nn.Module):
         ahead, _ = self.forward_lstm(y)  # (B, T, hidden)
         behind, _ = self.backward_lstm(reverse_within(y, lengths))  # (B, T, hidden), line read last frame first
         both = torch.cat([ahead, reverse_within(behind, lengths)], dim=-1)  # (B, T, 2*hidden)
-        both = torch.where(frame_mask(lengths, x.shape[1], x.device) > 0, both, 0.0)  # padded frames output 0, as a packed LSTM
+        valid = length_mask(lengths, x.shape[1], x.device)[:, :, None]  # (B, T, 1)
+        both = torch.where(valid, both, 0.0)  # (B, T, 2*hidden): padded frames output 0, as a packed LSTM
         return self.dropout(self.project(both))  # (B, T, D)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -84,24 +86,25 @@ def _split_bidirectional_lstm(state_dict: dict, prefix: str, *args) -> None:
     """Load checkpoints whose block held one bidirectional ``lstm``: its two directions become ours."""
     for key in [k for k in state_dict if k.startswith(prefix + "lstm.")]:
         name = key[len(prefix + "lstm.") :]
-        target = "backward_lstm." + name.removesuffix("_reverse") if name.endswith("_reverse") else "forward_lstm." + name
+        if name.endswith("_reverse"):
+            target = "backward_lstm." + name.removesuffix("_reverse")
+        else:
+            target = "forward_lstm." + name
         state_dict[prefix + target] = state_dict.pop(key)
 
 
 class Encoder(nn.Module):
-    """Named residual blocks applied in order; ``block_names`` lists them from first to last."""
+    """Named residual blocks applied in order, then a layer norm; ``block_names`` lists them.
 
-    def __init__(self, config: ModelConfig):
+    The model decides which blocks it has (``LineCNN``: temporal-conv blocks; ``CRNN``: those and
+    BiLSTM blocks); the encoder only runs them, so InterCTC and stochastic depth can address any
+    block by name.
+    """
+
+    def __init__(self, blocks: dict[str, nn.Module], dim: int):
         super().__init__()
-        blocks: dict[str, nn.Module] = {}
-        probs = iter(config.stochastic_depth_probs())  # one per block, in order
-        for i in range(config.conv_blocks):
-            blocks[f"conv{i + 1}"] = ConvBlock(config.feature_dim, config.conv_kernel, config.dropout, next(probs))
-        if config.kind == "crnn":
-            for i in range(config.lstm_layers):
-                blocks[f"lstm{i + 1}"] = LSTMBlock(config.feature_dim, config.lstm_hidden, config.dropout, next(probs))
         self.blocks = nn.ModuleDict(blocks)
-        self.norm = nn.LayerNorm(config.feature_dim)
+        self.norm = nn.LayerNorm(dim)
 
     @property
     def block_names(self) -> list[str]:
@@ -113,7 +116,23 @@ class Encoder(nn.Module):
         return self.norm(x)  # (B, T, D)
 
 
-def frame_mask(lengths: torch.Tensor, frames: int, device: torch.device) -> torch.Tensor:
-    """``(B, T, 1)`` float mask: 1 for valid frames, 0 for padding."""
-    steps = torch.arange(frames, device=device)
-    return (steps[None, :] < lengths.to(device)[:, None]).unsqueeze(-1).float()  # (B, T, 1)
+def conv_blocks(config: ModelConfig, drop_probs: list[float]) -> dict[str, ConvBlock]:
+    """``conv1..conv{conv_blocks}``; ``drop_probs`` are their stochastic-depth probabilities, in order."""
+    if len(drop_probs) != config.conv_blocks:
+        raise ValueError(f"need {config.conv_blocks} drop probabilities for the conv blocks, got {len(drop_probs)}")
+    return {f"conv{i + 1}": ConvBlock(config.feature_dim, config.conv_kernel, config.dropout, p)
+            for i, p in enumerate(drop_probs)}
+
+
+def lstm_blocks(config: ModelConfig, drop_probs: list[float]) -> dict[str, LSTMBlock]:
+    """``lstm1..lstm{lstm_layers}``; ``drop_probs`` are their stochastic-depth probabilities, in order."""
+    if len(drop_probs) != config.lstm_layers:
+        raise ValueError(f"need {config.lstm_layers} drop probabilities for the LSTM blocks, got {len(drop_probs)}")
+    return {f"lstm{i + 1}": LSTMBlock(config.feature_dim, config.lstm_hidden, config.dropout, p)
+            for i, p in enumerate(drop_probs)}
+
+
+def length_mask(lengths: torch.Tensor, size: int, device: torch.device) -> torch.Tensor:
+    """``(B, size)`` bool mask: True for the first ``lengths[b]`` positions (frames or columns), False after."""
+    steps = torch.arange(size, device=device)  # (size,)
+    return steps[None, :] < lengths.to(device)[:, None]  # (B, size)

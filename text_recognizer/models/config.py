@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from text_recognizer.metadata import MODEL_HEIGHT
 from text_recognizer.models.stochastic_depth import MODES as SD_MODES
 from text_recognizer.models.stochastic_depth import drop_probabilities
 
@@ -14,22 +15,34 @@ MODEL_KINDS = ("crnn", "line_cnn")
 class ModelConfig:
     """Everything needed to rebuild a model (the codec travels separately in the checkpoint)."""
 
-    kind: str = field(default="crnn", metadata={"help": "crnn (window CNN + BiLSTM) or line_cnn (window CNN only)", "choices": MODEL_KINDS})
-    height: int = field(default=48, metadata={"help": "input line height in pixels (the stem resizes to it)"})
+    kind: str = field(default="crnn", metadata={
+        "help": "crnn (window CNN + BiLSTM) or line_cnn (window CNN only)", "choices": MODEL_KINDS})
+    height: int = field(default=MODEL_HEIGHT, metadata={"help": "input line height in pixels (the stem resizes to it)"})
     window_width: int = field(default=16, metadata={"help": "sliding-window width w in pixels"})
     window_stride: int = field(default=4, metadata={"help": "sliding-window stride s in pixels: T = (W - w) // s + 1"})
-    shared_cnn: bool = field(default=True, metadata={"help": "run the conv stages once over the whole line and slide the window over their feature map (no recomputation of overlapping windows: ~4x less CNN work at w=16, s=4); false: one CNN per pixel window"})
-    cnn_channels: tuple[int, ...] = field(default=(16, 32, 64), metadata={"help": "channels of the window CNN's conv stages (each halves the height; with --shared-cnn the first log2(s) also halve the width, otherwise each halves the window width)"})
-    feature_dim: int = field(default=256, metadata={"help": "width of the per-window feature vector and of the encoder"})
+    shared_cnn: bool = field(default=True, metadata={
+        "help": "run the conv stages once over the whole line and slide the window over their feature map "
+                "(no recomputation of overlapping windows: ~4x less CNN work at w=16, s=4); "
+                "false: one CNN per pixel window"})
+    cnn_channels: tuple[int, ...] = field(default=(16, 32, 64), metadata={
+        "help": "channels of the window CNN's conv stages (each halves the height; with --shared-cnn the first "
+                "log2(s) also halve the width, otherwise each halves the window width)"})
+    feature_dim: int = field(default=256, metadata={
+        "help": "width of the per-window feature vector and of the encoder"})
     conv_blocks: int = field(default=2, metadata={"help": "residual temporal-conv blocks over the window sequence"})
     conv_kernel: int = field(default=5, metadata={"help": "kernel size of the temporal-conv blocks (odd)"})
     lstm_layers: int = field(default=2, metadata={"help": "residual BiLSTM blocks (crnn only)"})
     lstm_hidden: int = field(default=128, metadata={"help": "BiLSTM hidden size per direction"})
     dropout: float = field(default=0.1, metadata={"help": "dropout inside the encoder blocks and before the head"})
     num_classes: int = field(default=80, metadata={"help": "outputs per frame incl. the blank (set from the codec)"})
-    stochastic_depth: float = field(default=0.0, metadata={"help": "stochastic depth: maximum drop probability of an encoder block in training, in [0, 1) (0: off; docs/regularisers.md)"})
-    stochastic_depth_mode: str = field(default="linear", metadata={"help": "linear: block l (of the droppable ones) drops with l / L * p; uniform: every droppable block with p", "choices": SD_MODES})
-    stochastic_depth_start: int = field(default=1, metadata={"help": "first encoder block (numbered from 1: conv1.., then lstm1..) that stochastic depth may drop"})
+    stochastic_depth: float = field(default=0.0, metadata={
+        "help": "stochastic depth: maximum drop probability of an encoder block in training, in [0, 1) "
+                "(0: off; docs/regularisers.md)"})
+    stochastic_depth_mode: str = field(default="linear", metadata={
+        "help": "linear: block l (of the droppable ones) drops with l / L * p; uniform: every droppable block with p",
+        "choices": SD_MODES})
+    stochastic_depth_start: int = field(default=1, metadata={
+        "help": "first encoder block (numbered from 1: conv1.., then lstm1..) that stochastic depth may drop"})
 
     def __post_init__(self) -> None:
         if self.kind not in MODEL_KINDS:
@@ -75,7 +88,8 @@ class ModelConfig:
 
     def stochastic_depth_probs(self) -> list[float]:
         """Drop probability of each encoder block in order (``text_recognizer.models.stochastic_depth``)."""
-        return drop_probabilities(self.num_blocks, self.stochastic_depth, self.stochastic_depth_mode, self.stochastic_depth_start)
+        return drop_probabilities(self.num_blocks, self.stochastic_depth, self.stochastic_depth_mode,
+                                  self.stochastic_depth_start)
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from text_recognizer.models.blocks import Encoder
+from text_recognizer.models.blocks import Encoder, conv_blocks, length_mask
 from text_recognizer.models.config import ModelConfig
 
 
@@ -107,32 +107,36 @@ class SharedWindowCNN(nn.Module):
         for i, width_factor in enumerate(self.width_factors):
             x = self.conv[4 * i : 4 * i + 4](x)  # (B, c_i, H / 2^(i+1), W_i)
             widths = widths // width_factor
-            x = x * column_mask(widths, x.shape[-1], x.device)  # zero past each line's columns
+            valid = length_mask(widths, x.shape[-1], x.device)[:, None, None, :]  # (B, 1, 1, W_i)
+            x = x * valid.to(x.dtype)  # zero past each line's columns
         windows = x.unfold(3, self.window_columns, 1)  # (B, c, H', T, w/s)
         windows = windows.permute(0, 3, 1, 2, 4).flatten(2)  # (B, T, c * H' * w/s)
         return F.relu(self.project(windows))  # (B, T, D)
 
 
-def column_mask(widths: torch.Tensor, columns: int, device: torch.device) -> torch.Tensor:
-    """``(B, 1, 1, columns)`` float mask: 1 for the first ``widths[b]`` columns, 0 after."""
-    steps = torch.arange(columns, device=device)
-    return (steps[None, :] < widths.to(device)[:, None]).float()[:, None, None, :]  # (B, 1, 1, columns)
-
-
 class LineCNN(nn.Module):
     """Window CNN + residual temporal-conv blocks + linear head: logits ``(B, T, C)``.
 
-    The plain sliding-window baseline (``--model line_cnn``); ``CRNN`` adds BiLSTM blocks.
+    The plain sliding-window baseline (``--model line_cnn``); ``CRNN`` adds BiLSTM blocks by
+    overriding :meth:`encoder_blocks`. ``KIND`` is the ``ModelConfig.kind`` a class builds.
     """
+
+    KIND = "line_cnn"
 
     def __init__(self, config: ModelConfig):
         super().__init__()
+        if config.kind != self.KIND:
+            raise ValueError(f"{type(self).__name__} needs kind={self.KIND!r}, got {config.kind!r}")
         self.config = config
         self.geometry = WindowGeometry(config.window_width, config.window_stride)
         self.window_cnn = SharedWindowCNN(config) if config.shared_cnn else WindowCNN(config)
-        self.encoder = Encoder(config)
+        self.encoder = Encoder(self.encoder_blocks(config), config.feature_dim)
         self.head_dropout = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.feature_dim, config.num_classes)
+
+    def encoder_blocks(self, config: ModelConfig) -> dict[str, nn.Module]:
+        """The encoder's residual blocks in order: ``conv1..`` (``config.block_names``)."""
+        return conv_blocks(config, config.stochastic_depth_probs())
 
     def output_lengths(self, image_widths: torch.Tensor) -> torch.Tensor:
         """Frames produced for each image width (``(B,)`` int64)."""
@@ -158,7 +162,8 @@ class LineCNN(nn.Module):
         """
         frames = self.windows(images).shape[1]  # validates the shape (a view, nothing computed)
         if widths is not None:
-            images = images * column_mask(widths.cpu(), images.shape[-1], images.device)  # (B, 1, H, W)
+            valid = length_mask(widths.cpu(), images.shape[-1], images.device)[:, None, None, :]  # (B, 1, 1, W)
+            images = images * valid.to(images.dtype)  # (B, 1, H, W)
         if self.config.shared_cnn:
             if images.shape[3] < self.geometry.width:
                 images = F.pad(images, (0, self.geometry.width - images.shape[3]))  # (B, 1, H, w)
