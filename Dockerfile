@@ -27,6 +27,9 @@ COPY api/ api/
 
 USER 10001:10001
 EXPOSE 8000
+# Readiness, not liveness: healthy once the model is loaded and warmed up (/health/ready answers 503 before).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/health', timeout=4)"]
-CMD ["uvicorn", "api.app:app", "--host", "0.0.0.0", "--port", "8000", "--no-server-header", "--timeout-graceful-shutdown", "10"]
+  CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/health/ready', timeout=4)"]
+# The app writes JSON access logs itself; SIGTERM (docker stop) finishes in-flight requests for up to 10 s.
+CMD ["uvicorn", "api.app:app", "--host", "0.0.0.0", "--port", "8000", "--no-server-header", "--no-access-log", \
+     "--timeout-graceful-shutdown", "10"]

@@ -1,1 +1,1 @@
-"""HTTP serving for the line recognizer: ``uvicorn api.app:app`` (see ``docs/api.md``)."""
+"""HTTP serving for the line recognizer: ``python -m api.serve`` or ``uvicorn api.app:app`` (see ``docs/api.md``)."""

@@ -1,4 +1,4 @@
-"""Safe decoding of untrusted image bytes: every failure becomes an ``ImageInputError`` with a
+"""Safe decoding of untrusted image bytes: every failure becomes an ``APIError`` with a
 status code and a message for the client, never an unhandled exception.
 
 Checks, in order: empty body; format sniffed from the header (PNG, JPEG, TIFF, BMP, WebP only);
@@ -16,19 +16,18 @@ import re
 
 from PIL import Image, UnidentifiedImageError
 
+from api.errors import APIError
+
 ALLOWED_FORMATS = ("PNG", "JPEG", "TIFF", "BMP", "WEBP")
 ALLOWED_TEXT = "PNG, JPEG, TIFF, BMP or WebP"
 _EXIF_ORIENTATION = 0x0112
-_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"),
-               (b"BM", "BMP"))
-
-
-class ImageInputError(Exception):
-    """A client sent something that is not a usable image: ``status`` (4xx), ``code``, ``message``."""
-
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+    (b"BM", "BMP"),
+)
 
 
 def set_pillow_limits(max_pixels: int) -> None:
@@ -37,24 +36,32 @@ def set_pillow_limits(max_pixels: int) -> None:
 
 
 def decode_base64(text: str, what: str = "image") -> bytes:
-    """Plain base64 or a ``data:image/...;base64,`` URL -> bytes (``ImageInputError`` 400 if invalid)."""
+    """Plain base64 or a ``data:image/...;base64,`` URL -> bytes (``APIError`` 400 if invalid)."""
     text = text.strip()
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text):
-        raise ImageInputError(400, "url_not_supported", f"{what}: looks like a URL; the server never fetches URLs, send the image bytes as base64")
+        raise APIError(
+            400,
+            "url_not_supported",
+            f"{what}: looks like a URL; the server never fetches URLs, send the image bytes as base64",
+        )
     if text.startswith("data:"):
         header, comma, payload = text.partition(",")
         if not comma:
-            raise ImageInputError(400, "invalid_base64", f"{what}: data URL has no ',' separating the header from the data")
+            raise APIError(400, "invalid_base64", f"{what}: data URL has no ',' separating the header from the data")
         if not header.lower().endswith(";base64"):
-            raise ImageInputError(400, "invalid_base64", f"{what}: data URL must be base64-encoded (data:image/png;base64,...), got header {header[:60]!r}")
+            raise APIError(
+                400,
+                "invalid_base64",
+                f"{what}: data URL must be base64-encoded (data:image/png;base64,...), got header {header[:60]!r}",
+            )
         text = payload
     compact = "".join(text.split())
     if not compact:
-        raise ImageInputError(400, "empty_file", f"{what}: the base64 string is empty")
+        raise APIError(400, "empty_file", f"{what}: the base64 string is empty")
     try:
         return base64.b64decode(compact, validate=True)
     except (binascii.Error, ValueError) as error:
-        raise ImageInputError(400, "invalid_base64", f"{what}: invalid base64 ({error})") from None
+        raise APIError(400, "invalid_base64", f"{what}: invalid base64 ({error})") from None
 
 
 def upright_size(image: Image.Image) -> tuple[int, int]:
@@ -67,34 +74,45 @@ def upright_size(image: Image.Image) -> tuple[int, int]:
 
 
 def decode_image(data: bytes, *, max_pixels: int, max_side: int, what: str = "image") -> Image.Image:
-    """Untrusted bytes -> a fully loaded PIL image within the limits, or ``ImageInputError``."""
+    """Untrusted bytes -> a fully loaded PIL image within the limits, or ``APIError``."""
     if not data:
-        raise ImageInputError(400, "empty_file", f"{what}: the file is empty (0 bytes)")
+        raise APIError(400, "empty_file", f"{what}: the file is empty (0 bytes)")
     try:
         image = Image.open(io.BytesIO(data), formats=ALLOWED_FORMATS)
     except UnidentifiedImageError:
         raise _unsupported_or_garbage(data, what) from None
     except Image.DecompressionBombError as error:
-        raise ImageInputError(413, "image_too_large", f"{what}: rejected as a decompression bomb ({error})") from None
+        raise APIError(413, "image_too_large", f"{what}: rejected as a decompression bomb ({error})") from None
     except Exception as error:  # header parsers raise many types on malformed input
-        raise ImageInputError(400, "corrupt_image", f"{what}: corrupt {ALLOWED_TEXT} header ({error})") from None
+        raise APIError(400, "corrupt_image", f"{what}: corrupt {ALLOWED_TEXT} header ({error})") from None
     width, height = image.size
     if width <= 0 or height <= 0:
-        raise ImageInputError(400, "empty_image", f"{what}: the image has no pixels ({width}x{height})")
+        raise APIError(400, "empty_image", f"{what}: the image has no pixels ({width}x{height})")
     if width * height > max_pixels:
-        raise ImageInputError(413, "image_too_large", f"{what}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels} pixels for a text line")
+        raise APIError(
+            413,
+            "image_too_large",
+            f"{what}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels} pixels "
+            "for a text line",
+        )
     if max(width, height) > max_side:
-        raise ImageInputError(413, "image_too_large", f"{what}: {width}x{height} has a side longer than the limit of {max_side} pixels for a text line")
+        raise APIError(
+            413,
+            "image_too_large",
+            f"{what}: {width}x{height} has a side longer than the limit of {max_side} pixels for a text line",
+        )
     try:
         image.load()
     except Image.DecompressionBombError as error:
-        raise ImageInputError(413, "image_too_large", f"{what}: rejected as a decompression bomb ({error})") from None
+        raise APIError(413, "image_too_large", f"{what}: rejected as a decompression bomb ({error})") from None
     except Exception as error:
-        raise ImageInputError(400, "corrupt_image", f"{what}: the {image.format} data is truncated or corrupt ({error})") from None
+        raise APIError(
+            400, "corrupt_image", f"{what}: the {image.format} data is truncated or corrupt ({error})"
+        ) from None
     return image
 
 
-def _unsupported_or_garbage(data: bytes, what: str) -> ImageInputError:
+def _unsupported_or_garbage(data: bytes, what: str) -> APIError:
     """Tell apart an image in a format we do not accept (415) from bytes that are no image (400)."""
     fmt = None
     try:
@@ -107,8 +125,12 @@ def _unsupported_or_garbage(data: bytes, what: str) -> ImageInputError:
         if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
             fmt = "WEBP"
         if fmt in ALLOWED_FORMATS:
-            return ImageInputError(400, "corrupt_image", f"{what}: starts like a {fmt} file but its header is invalid "
-                                   "(corrupt, truncated, or a size of 0 pixels)")
+            return APIError(
+                400,
+                "corrupt_image",
+                f"{what}: starts like a {fmt} file but its header is invalid "
+                "(corrupt, truncated, or a size of 0 pixels)",
+            )
     if fmt:
-        return ImageInputError(415, "unsupported_format", f"{what}: {fmt} images are not supported; send {ALLOWED_TEXT}")
-    return ImageInputError(400, "not_an_image", f"{what}: not a recognised image file; send {ALLOWED_TEXT}")
+        return APIError(415, "unsupported_format", f"{what}: {fmt} images are not supported; send {ALLOWED_TEXT}")
+    return APIError(400, "not_an_image", f"{what}: not a recognised image file; send {ALLOWED_TEXT}")

@@ -12,18 +12,41 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("text_recognizer_http_requests_total", "HTTP requests by method, route and status",
-                                ("method", "route", "status"), registry=self.registry)
-        self.latency = Histogram("text_recognizer_http_request_duration_seconds", "HTTP request latency, first byte to response",
-                                 ("route",), buckets=_LATENCY_BUCKETS, registry=self.registry)
-        self.inference = Histogram("text_recognizer_inference_seconds", "time in the model per request (forward pass + decoding)",
-                                   buckets=_LATENCY_BUCKETS, registry=self.registry)
-        self.preprocess = Histogram("text_recognizer_preprocess_seconds", "time decoding images and running the stem per request",
-                                    buckets=_LATENCY_BUCKETS, registry=self.registry)
+        self.requests = Counter(
+            "text_recognizer_http_requests_total",
+            "HTTP requests by method, route and status",
+            ("method", "route", "status"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "text_recognizer_http_request_duration_seconds",
+            "HTTP request latency, first byte to response",
+            ("route",),
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.inference = Histogram(
+            "text_recognizer_inference_seconds",
+            "time in the model per request (forward pass + decoding)",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.preprocess = Histogram(
+            "text_recognizer_preprocess_seconds",
+            "time decoding images and running the stem per request",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.images = Counter("text_recognizer_images_total", "images recognised", registry=self.registry)
-        self.rejected = Counter("text_recognizer_rejected_inputs_total", "requests rejected for bad input, by error code",
-                                ("code",), registry=self.registry)
-        self.queue = Gauge("text_recognizer_queue_depth", "requests waiting for an inference worker", registry=self.registry)
+        self.rejected = Counter(
+            "text_recognizer_rejected_inputs_total",
+            "requests rejected for bad input, by error code",
+            ("code",),
+            registry=self.registry,
+        )
+        self.queue = Gauge(
+            "text_recognizer_queue_depth", "requests waiting for an inference worker", registry=self.registry
+        )
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()

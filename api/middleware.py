@@ -44,7 +44,10 @@ class LimitsAndMetricsMiddleware:
         try:
             declared = _content_length(scope)
             if declared is not None and declared > self.limit:
-                await _send_413(send_wrapper, f"request body of {declared} bytes (Content-Length) exceeds the limit of {self.limit} bytes")
+                await _send_413(
+                    send_wrapper,
+                    f"request body of {declared} bytes (Content-Length) exceeds the limit of {self.limit} bytes",
+                )
                 return
             received = 0
 
@@ -82,6 +85,15 @@ def _content_length(scope) -> int | None:
 
 async def _send_413(send, detail: str) -> None:
     body = json.dumps({"error": "body_too_large", "detail": detail}).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

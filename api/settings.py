@@ -7,12 +7,16 @@
 ``TEXT_RECOGNIZER_MAX_PIXELS``          largest image, width x height (default 16 000 000) -> 413
 ``TEXT_RECOGNIZER_MAX_SIDE``            longest image side in pixels (default 20 000) -> 413
 ``TEXT_RECOGNIZER_MAX_BATCH``           most images in one batch request (default 32) -> 413
+``TEXT_RECOGNIZER_BATCH_SIZE``          lines per forward pass when a batch request is run (default 16)
 ``TEXT_RECOGNIZER_WORKERS``             inference jobs running at once (default: CPUs, at most 4)
 ``TEXT_RECOGNIZER_TORCH_THREADS``       torch intra-op threads (default: CPUs // workers)
 ``TEXT_RECOGNIZER_MAX_QUEUE``           requests waiting for a worker before 503 (default 256)
-``TEXT_RECOGNIZER_BATCH_SIZE``          lines per forward pass in a batch request (default 16)
-``TEXT_RECOGNIZER_DECODER``             default decoder, ``greedy`` or ``beam`` (default ``greedy``;
-                                        a request's ``?decoder=`` overrides it)
+``TEXT_RECOGNIZER_API_KEYS``            comma-separated API keys; set (or the file below) -> keys required
+``TEXT_RECOGNIZER_API_KEYS_FILE``       file with one API key per line (``#`` comments allowed)
+``TEXT_RECOGNIZER_RATE_LIMIT``          per-key (per-client without keys) limit, e.g. ``60/minute`` -> 429
+``TEXT_RECOGNIZER_CORS_ORIGINS``        comma-separated origins allowed by CORS (default: none)
+``TEXT_RECOGNIZER_ACCESS_LOG``          JSON access log lines on stderr (default ``true``)
+``TEXT_RECOGNIZER_DECODER``             default decoder, ``greedy`` or ``beam`` (a request's ``?decoder=`` overrides it)
 =====================================  ==========================================================
 """
 
@@ -22,7 +26,19 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from limits import parse as parse_rate_limit
+
 PREFIX = "TEXT_RECOGNIZER_"
+_POSITIVE = (
+    "max_body_bytes",
+    "max_pixels",
+    "max_side",
+    "max_batch",
+    "batch_size",
+    "workers",
+    "torch_threads",
+    "max_queue",
+)
 
 
 def available_cpus() -> int:
@@ -41,11 +57,16 @@ class Settings:
     max_pixels: int = 16_000_000
     max_side: int = 20_000
     max_batch: int = 32
+    batch_size: int = 16
     workers: int = 0  # 0: choose from the CPU count
     torch_threads: int = 0  # 0: CPUs // workers
     max_queue: int = 256
-    batch_size: int = 16
-    decoder: str = "greedy"
+    api_keys: tuple[str, ...] = ()
+    api_keys_file: Path | None = None
+    rate_limit: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    access_log: bool = True
+    decoder: str = "greedy"  # greedy or beam; a request's ?decoder= overrides it
 
     def __post_init__(self) -> None:
         cpus = available_cpus()
@@ -57,9 +78,30 @@ class Settings:
             object.__setattr__(self, "torch_threads", max(1, cpus // self.workers))
         if self.decoder not in ("greedy", "beam"):
             raise ValueError(f"{PREFIX}DECODER must be 'greedy' or 'beam', got {self.decoder!r}")
-        for name in ("max_body_bytes", "max_pixels", "max_side", "max_batch", "workers", "torch_threads", "max_queue", "batch_size"):
+        for name in _POSITIVE:
             if getattr(self, name) < 1:
                 raise ValueError(f"{PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
+        if self.rate_limit is not None:
+            try:
+                parse_rate_limit(self.rate_limit)
+            except ValueError:
+                raise ValueError(
+                    f"{PREFIX}RATE_LIMIT must look like '60/minute' or '10 per second', got {self.rate_limit!r}"
+                ) from None
+
+    def load_api_keys(self) -> frozenset[str]:
+        """The configured keys (empty: access control off); a missing or empty key file is an error."""
+        keys = set(self.api_keys)
+        if self.api_keys_file is not None:
+            try:
+                lines = self.api_keys_file.read_text(encoding="utf-8").splitlines()
+            except OSError as error:
+                raise ValueError(f"{PREFIX}API_KEYS_FILE {self.api_keys_file} cannot be read: {error}") from None
+            from_file = {line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")}
+            if not from_file:
+                raise ValueError(f"{PREFIX}API_KEYS_FILE {self.api_keys_file} holds no key (one key per line)")
+            keys |= from_file
+        return frozenset(keys)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -69,15 +111,24 @@ class Settings:
         for f in fields(cls):
             key = PREFIX + f.name.upper()
             raw = environ.get(key, "").strip()
-            if not raw:
-                continue
-            if f.name == "checkpoint":
-                values[f.name] = Path(raw)
-            elif f.name in ("device", "decoder"):
-                values[f.name] = raw
-            else:
-                try:
-                    values[f.name] = int(raw.replace("_", ""))
-                except ValueError:
-                    raise ValueError(f"{key} must be an integer, got {raw!r}") from None
+            if raw:
+                values[f.name] = _parse(f.name, key, raw)
         return cls(**values)
+
+
+def _parse(name: str, key: str, raw: str):
+    """One environment value, typed by the field it sets."""
+    if name in ("checkpoint", "api_keys_file"):
+        return Path(raw)
+    if name in ("device", "rate_limit", "decoder"):
+        return raw
+    if name in ("api_keys", "cors_origins"):
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    if name == "access_log":
+        if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise ValueError(f"{key} must be true or false, got {raw!r}")
+        return raw.lower() in ("1", "true", "yes", "on")
+    try:
+        return int(raw.replace("_", ""))
+    except ValueError:
+        raise ValueError(f"{key} must be an integer, got {raw!r}") from None

@@ -186,7 +186,9 @@ def test_synthetic_line_is_ink_high_and_keeps_height() -> None:
     assert float(np.median(out[0].numpy())) < 0.05
 
 
-@pytest.mark.parametrize(("size", "height"), [((240, 60), 64), ((240, 60), 32), ((100, 25), 48), ((77, 33), 64), ((50, 200), 64)])
+@pytest.mark.parametrize(
+    ("size", "height"), [((240, 60), 64), ((240, 60), 32), ((100, 25), 48), ((77, 33), 64), ((50, 200), 64)]
+)
 def test_aspect_ratio_kept(size, height: int) -> None:
     out = preprocess(page(size=size), height=height)
     assert_line_tensor(out, height)
@@ -275,7 +277,9 @@ def test_zero_pixel_image_raises(size) -> None:
         preprocess(Image.new("L", size))
 
 
-@pytest.mark.parametrize("thing", [np.zeros((10, 10), dtype=np.uint8), torch.zeros(1, 10, 10), b"\x89PNG", "line.png", None])
+@pytest.mark.parametrize(
+    "thing", [np.zeros((10, 10), dtype=np.uint8), torch.zeros(1, 10, 10), b"\x89PNG", "line.png", None]
+)
 def test_non_image_raises_type_error(thing) -> None:
     with pytest.raises(TypeError, match="PIL.Image.Image"):
         preprocess(thing)

@@ -1,15 +1,14 @@
 """``LineRecognizer``: the one inference wrapper used by the CLI, the evaluation, the API and tests.
 
-Command line::
+Command line (files, folders, glob patterns; see ``main``)::
 
-    python -m text_recognizer.recognizer --checkpoint PATH IMAGE... [--json]
+    python -m text_recognizer.recognizer --checkpoint PATH INPUT... [--format text|jsonl|json] [--batch-size N]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 import threading
 import warnings
@@ -54,13 +53,14 @@ class LineRecognizer:
 
     ``decoder``: ``"greedy"`` (best path) or ``"beam"`` (beam search with the checkpoint's language
     model when it has one: inside the checkpoint (``decoding.decoder``) or in ``<checkpoint>.decoder.pt``;
-    see ``text_recognizer.ctc.lm``). ``decoder_bundle`` overrides where that comes from, ``use_lm=False``
+    see ``text_recognizer.ctc.lm``). ``decoder_bundle`` overrides where that comes from (``False``: none, so
+    confidences are uncalibrated as before), ``use_lm=False``
     searches without the LM, ``beam_options`` overrides the tuned ``BeamOptions`` (beam_width,
     lm_weight, word_bonus, token_beam, threshold).
     """
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16,
-                 decoder: str = "greedy", decoder_bundle: str | Path | None = None, use_lm: bool = True,
+                 decoder: str = "greedy", decoder_bundle: str | Path | bool | None = None, use_lm: bool = True,
                  beam_options: dict | None = None):
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
@@ -75,8 +75,12 @@ class LineRecognizer:
         self.batch_size = batch_size
         path = self.path
         try:
-            bundle = (load_bundle(decoder_bundle, self.codec) if decoder_bundle is not None
-                      else decoder_bundle_for(path, self.decoding.decoder, self.codec))
+            if decoder_bundle is False:  # explicitly none: no LM, uncalibrated confidences
+                bundle = None
+            elif decoder_bundle is not None:
+                bundle = load_bundle(decoder_bundle, self.codec)
+            else:
+                bundle = decoder_bundle_for(path, self.decoding.decoder, self.codec)
         except LanguageModelError as error:
             raise CheckpointError(str(error)) from error
         tuned_for = (bundle or {}).get("model_sha256")
@@ -172,33 +176,159 @@ class LineRecognizer:
         return [line.text for line in self.predict_lines(images)]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+#: More files than this get a progress bar on stderr (with --progress auto).
+PROGRESS_THRESHOLD = 5
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from text_recognizer.outputs import FORMATS  # CLI modules load here: the library import stays light
+
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
-        description="Read the text of handwritten line images.",
+        description="Read the text of handwritten line images: files, folders or glob patterns ('lines/*.png').",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("images", nargs="+", type=Path, help="image files, one text line each")
+    parser.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="image files (one text line each), folders of them, or quoted glob patterns")
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--json", action="store_true",
-                        help="print a JSON list of {image, text, confidence, words, chars} (positions in pixels)")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text: FILE<TAB>TEXT per line (only TEXT for a single file); jsonl: one JSON object "
+                             "{image, text, confidence} per line; json: one JSON list at the end")
+    parser.add_argument("--json", action="store_true", help="same as --format json")
+    parser.add_argument("--recursive", action="store_true", help="also read images in subfolders of folder inputs")
+    parser.add_argument("--batch-size", type=_positive_int, default=16, help="lines decoded together")
+    parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                        help=f"progress bar on stderr: auto shows it for more than {PROGRESS_THRESHOLD} files")
+    parser.add_argument("--page-xml", action="store_true",
+                        help="the inputs are PAGE-XML files (or folders/patterns of them) with their page images: "
+                             "every TextLine is cut out by its polygon, recognised, and its TextEquiv set; "
+                             "the files are written to --output-dir")
+    parser.add_argument("--output-dir", type=Path, default=None, help="where --page-xml writes the transcribed files")
+    parser.add_argument("--onnx", type=Path, default=None,
+                        help="read with ONNX Runtime from this exported model (training/export_model.py --format onnx; "
+                             "needs requirements-onnx.txt) instead of PyTorch and --checkpoint")
     parser.add_argument("--device", default="cpu", help="torch device")
     add_decoder_arguments(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _positive_int(text: str) -> int:
     try:
-        recognizer = LineRecognizer(args.checkpoint, device=args.device, **decoder_kwargs(args))
-        lines = recognizer.predict_lines(args.images)
-    except (CheckpointError, ValueError) as error:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status: 0 when every input was read, 1 when some were not (the rest are still read), 2 on
+    a usage or checkpoint error."""
+    from text_recognizer.batch import recognize_files
+    from text_recognizer.inputs import resolve_inputs
+    from text_recognizer.outputs import ResultWriter
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.page_xml and args.output_dir is None:
+        parser.error("--page-xml needs --output-dir (the input files are never overwritten)")
+    resolved = resolve_inputs(args.inputs, recursive=args.recursive,
+                              suffixes=frozenset({".xml"}) if args.page_xml else None)
+    failures = 0
+    for item, reason in resolved.problems:
+        print(f"error: {item}: {reason}", file=sys.stderr)
+        failures += 1
+    if args.onnx is not None and args.checkpoint is not None:
+        parser.error("give --checkpoint (PyTorch) or --onnx (ONNX Runtime), not both")
+    try:
+        if args.onnx is not None:
+            from text_recognizer.onnx_recognizer import OnnxLineRecognizer
+
+            recognizer = OnnxLineRecognizer(args.onnx, batch_size=args.batch_size)
+        else:
+            recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size,
+                                        **decoder_kwargs(args))
+    except (CheckpointError, ValueError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps([
-            {"image": str(p), **line.to_dict()} for p, line in zip(args.images, lines)
-        ], indent=2))
-    else:
-        for line in lines:
-            print(line.text)
+    files = resolved.files
+    if args.page_xml:
+        return 1 if _transcribe_pages(recognizer, files, args.output_dir) + failures else 0
+    single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
+    writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
+    show = args.progress == "always" or (args.progress == "auto" and len(files) > PROGRESS_THRESHOLD)
+    with _progress_bar(len(files), show) as bar:
+        for result in recognize_files(recognizer, files, args.batch_size, on_result=lambda _: bar.update()):
+            if not result.ok:
+                failures += 1
+                bar.write(f"error: {result.error}", file=sys.stderr)
+            writer.write(result)
+    writer.close()
+    if failures:
+        read = len(files) - (failures - len(resolved.problems))
+        print(f"{failures} input(s) could not be read; {read} of {len(files)} file(s) were", file=sys.stderr)
+        return 1
     return 0
+
+
+class _NoBar:
+    """Stands in for a tqdm bar when the bar is off or tqdm is not installed (the base install lacks it)."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        return None
+
+    @staticmethod
+    def write(text: str, file=None) -> None:
+        print(text, file=file or sys.stderr)
+
+
+def _progress_bar(total: int, show: bool):
+    if show:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return _NoBar()
+        return tqdm(total=total, unit="line", file=sys.stderr, dynamic_ncols=True)
+    return _NoBar()
+
+
+def _transcribe_pages(recognizer, files: list[Path], output_dir: Path) -> int:
+    """``--page-xml``: transcribe each PAGE file into ``output_dir``; print ``input -> output`` per file and
+    problems on stderr; return how many files or lines failed."""
+    from text_recognizer.data.layout import LayoutError
+    from text_recognizer.page_output import transcribe_page, write_page
+
+    failures = 0
+    targets = [output_dir / path.name for path in files]
+    for path, target in zip(files, targets):
+        if target.resolve() == path.resolve():
+            print(f"error: {path}: --output-dir would overwrite the input; choose another folder", file=sys.stderr)
+            failures += 1
+            continue
+        if targets.count(target) > 1:
+            print(f"error: {path}: several inputs are named {path.name}; transcribe them one folder at a time",
+                  file=sys.stderr)
+            failures += 1
+            continue
+        try:
+            result = transcribe_page(recognizer, path)
+        except LayoutError as error:
+            print(f"error: {error}", file=sys.stderr)
+            failures += 1
+            continue
+        for line_id, reason in result.problems:
+            print(f"error: {path}#{line_id}: {reason} (TextEquiv left unchanged)", file=sys.stderr)
+        failures += len(result.problems)
+        write_page(result.layout, target)
+        print(f"{path} -> {target} ({len(result.texts)} of {len(result.layout.lines)} lines)")
+    return failures
 
 
 if __name__ == "__main__":

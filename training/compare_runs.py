@@ -22,8 +22,18 @@ from pathlib import Path
 
 # Config values that differ between runs without being a choice worth comparing.
 IGNORED_KEYS = {
-    "run.name", "run.run_dir", "run.group", "run.resume", "run.progress", "run.checkpoint_every", "run.wandb",
-    "run.wandb_project", "run.wandb_samples", "data.num_workers", "codec", "data_description",
+    "run.name",
+    "run.run_dir",
+    "run.group",
+    "run.resume",
+    "run.progress",
+    "run.checkpoint_every",
+    "run.wandb",
+    "run.wandb_project",
+    "run.wandb_samples",
+    "data.num_workers",
+    "codec",
+    "data_description",
 }
 
 OVERRIDES_FILE = "config_overrides.jsonl"  # each --resume's changes, written by training/trainer.py
@@ -185,7 +195,18 @@ def _fmt(value, spec: str = "") -> str:
 def table_rows(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
     keys = differing_keys(runs) if len(runs) > 1 else []
     short = _short(keys)
-    header = ["run", "best val CER", "best epoch", "final CER", "final WER", "steps", "minutes", "lines/s", "params", "status"]
+    header = [
+        "run",
+        "best val CER",
+        "best epoch",
+        "final CER",
+        "final WER",
+        "steps",
+        "minutes",
+        "lines/s",
+        "params",
+        "status",
+    ]
     if any(r.group for r in runs):
         header.insert(1, "group")
     header += [short[k] for k in keys]
@@ -193,9 +214,18 @@ def table_rows(runs: list[Run]) -> tuple[list[str], list[list[str]]]:
     for run in runs:
         s = run.summary or {}
         last_val = run.val[-1] if run.val else {}
-        row = [run.name, _fmt(run.best_cer), _fmt(s.get("best_epoch")), _fmt(s.get("final_val_cer", last_val.get("val_cer"))),
-               _fmt(s.get("final_val_wer", last_val.get("val_wer"))), _fmt(s.get("steps", run.train[-1]["step"] if run.train else None)),
-               _fmt(s.get("elapsed_minutes"), ".1f"), _fmt(s.get("train_lines_per_sec"), ".1f"), _fmt(s.get("parameters")), run.status]
+        row = [
+            run.name,
+            _fmt(run.best_cer),
+            _fmt(s.get("best_epoch")),
+            _fmt(s.get("final_val_cer", last_val.get("val_cer"))),
+            _fmt(s.get("final_val_wer", last_val.get("val_wer"))),
+            _fmt(s.get("steps", run.train[-1]["step"] if run.train else None)),
+            _fmt(s.get("elapsed_minutes"), ".1f"),
+            _fmt(s.get("train_lines_per_sec"), ".1f"),
+            _fmt(s.get("parameters")),
+            run.status,
+        ]
         if "group" in header:
             row.insert(1, run.group or "-")
         flat = flatten(run.config)
@@ -258,15 +288,25 @@ def plot_runs(runs: list[Run], path: str | Path, title: str = "", x: str = "epoc
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compare_runs.py",
-        description="Table (sorted by best val CER, with the config values that differ) and a PNG plot of val CER per epoch for training runs.",
+        description=(
+            "Table (sorted by best val CER, with the config values that differ) and a PNG plot of val CER"
+            " per epoch for training runs."
+        ),
     )
-    parser.add_argument("paths", nargs="+", help="run directories, or folders to search for run directories (holding config.json)")
+    parser.add_argument(
+        "paths", nargs="+", help="run directories, or folders to search for run directories (holding config.json)"
+    )
     parser.add_argument("--group", default="", help="only runs of this --group")
     parser.add_argument("--format", choices=("text", "markdown", "csv"), default="text", help="table format")
     parser.add_argument("--plot", default="compare_runs.png", help="where to write the PNG plot")
     parser.add_argument("--no-plot", action="store_true", help="do not write a plot")
     parser.add_argument("--title", default="", help="plot title")
-    parser.add_argument("--x", choices=("epoch", "minutes"), default="epoch", help="plot against epochs or wall-clock minutes since each run started")
+    parser.add_argument(
+        "--x",
+        choices=("epoch", "minutes"),
+        default="epoch",
+        help="plot against epochs or wall-clock minutes since each run started",
+    )
     return parser
 
 
@@ -280,8 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.group:
         runs = [r for r in runs if r.group == args.group]
     if not runs:
-        print(f"error: no runs (directories with config.json) found in {' '.join(args.paths)}"
-              + (f" with group {args.group!r}" if args.group else ""), file=sys.stderr)
+        print(
+            f"error: no runs (directories with config.json) found in {' '.join(args.paths)}"
+            + (f" with group {args.group!r}" if args.group else ""),
+            file=sys.stderr,
+        )
         return 1
     runs = sort_runs(runs)
     print(format_table(*table_rows(runs), style=args.format))

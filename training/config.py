@@ -77,10 +77,24 @@ class DataConfig:
         "accept downloaded or local archives that have no sha256 recorded in "
         "text_recognizer/data/metadata/<dataset>.toml"
     )})
+    charset: str = field(default="iam", metadata={"help": (
+        "the alphabet (training/alphabet.py): 'iam' (IAM's 79 built-in characters, as the bundled model), "
+        "'data' (the characters of the training labels seen at least --charset-min-count times; lines with the "
+        "others are reported and skipped), or a UTF-8 file with one character per line"
+    )})
+    charset_min_count: int = field(default=1, metadata={"help": (
+        "with --charset data: leave out characters seen fewer times in the training labels (they are listed)"
+    )})
+    unicode_normalization: str = field(default="NFC", metadata={"help": (
+        "normalise folder and PAGE/ALTO labels (and a --charset file): NFC composes 'e' + accent into one "
+        "character, NFD decomposes"
+    ), "choices": ("NFC", "NFD", "none")})
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.augment_p <= 1.0:
             raise ValueError(f"--augment-p must be a share in [0, 1], got {self.augment_p}")
+        if self.charset_min_count < 1:
+            raise ValueError(f"--charset-min-count must be >= 1, got {self.charset_min_count}")
         if self.bucket_batches < 0:
             raise ValueError(f"--bucket-batches must be >= 0 (0: plain shuffle), got {self.bucket_batches}")
 

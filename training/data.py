@@ -6,27 +6,29 @@ checked up front (unknown characters, unreadable images, CTC feasibility) and ba
 skipped with a count or stop the run, as ``--bad-samples`` says. ``--data iam`` and
 ``--data emnist_lines`` name the processed real datasets (built and cached on first use) and bring
 their own validation folder. Folder labels are detokenised to natural spacing (``--detokenize``)
-and the training set alone is augmented (``--augment``).
+and the training set alone is augmented (``--augment``). A folder of PAGE-XML/ALTO files and page
+images (no ``labels.tsv``) is read through ``text_recognizer.data.page`` (lines cut out and cached).
 """
 
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 
 import torch
 from torch.utils.data import ConcatDataset, Dataset
 
 from text_recognizer.codec import Codec
-from text_recognizer.data.checks import DataReport, check_records
 from text_recognizer.data.augment import AugmentConfig, build_augmentation
+from text_recognizer.data.checks import DataReport, check_records
 from text_recognizer.data.folder import FolderLines, LineRecord, read_labels
 from text_recognizer.data.lines import EncodedLines, MappedLines
+from text_recognizer.data.page import check_layout_folder, is_layout_folder
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.models.config import ModelConfig
 from text_recognizer.models.line_cnn import WindowGeometry
+from text_recognizer.normalization import normalizer
 from training.config import DataConfig
 
 SYNTHETIC = "synthetic"
@@ -43,13 +45,21 @@ class Datasets:
     reports: dict[str, DataReport]
 
 
-def _folders(names, codec, model: ModelConfig, policy: str, detok: bool = False) -> tuple[list, dict[str, DataReport]]:
+def _folders(
+    names, codec, model: ModelConfig, policy: str, detok: bool = False, normalization: str = "NFC"
+) -> tuple[list, dict[str, DataReport]]:
     geometry = WindowGeometry(model.window_width, model.window_stride)
+    normalise = normalizer(normalization)
     parts, reports = [], {}
     for name in names:
+        if is_layout_folder(name):  # PAGE-XML / ALTO pages: lines cut out and cached (text_recognizer/data/page.py)
+            report = check_layout_folder(name, codec, geometry, model.height, policy, normalize=normalise)
+            reports[name] = report
+            parts.append((name, report.kept))
+            continue
         records = read_labels(name)
-        if detok:
-            records = [LineRecord(r.path, detokenize(r.text)) for r in records]
+        if detok or normalization != "none":
+            records = [LineRecord(r.path, normalise(detokenize(r.text) if detok else r.text)) for r in records]
         report = check_records(records, codec, geometry, model.height, policy=policy)
         reports[name] = report
         parts.append((name, report.kept))
@@ -63,7 +73,9 @@ def _resolve_named(config: DataConfig, model: ModelConfig) -> tuple[list[str], l
         if name == IAM:
             from text_recognizer.data.iam import prepare_iam
 
-            folders = prepare_iam(config.iam_archives or None, height=model.height, allow_unverified=config.allow_unverified)
+            folders = prepare_iam(
+                config.iam_archives or None, height=model.height, allow_unverified=config.allow_unverified
+            )
             train += [str(folders["train"])] + ([str(folders["train_extra"])] if config.iam_train_extra else [])
             val.append(str(folders["val"]))
         elif name == EMNIST_LINES:
@@ -93,12 +105,16 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
     descriptions = []
     if named:
         train_folders, named_val = _resolve_named(dataclasses.replace(config, data=tuple(named)), model)
-        parts, reports = _folders(train_folders, codec, model, config.bad_samples, config.detokenize)
+        parts, reports = _folders(
+            train_folders, codec, model, config.bad_samples, config.detokenize, config.unicode_normalization
+        )
         folder_train = ConcatDataset([FolderLines(name, records) for name, records in parts])
         descriptions.append(" + ".join(named))
     val_folders = list(config.val_data) or named_val
     if val_folders:
-        val_parts, val_reports = _folders(val_folders, codec, model, config.bad_samples, config.detokenize)
+        val_parts, val_reports = _folders(
+            val_folders, codec, model, config.bad_samples, config.detokenize, config.unicode_normalization
+        )
         reports.update({f"val:{k}": v for k, v in val_reports.items()})
         val: Dataset = ConcatDataset([FolderLines(name, records) for name, records in val_parts])
     elif folder_train is not None:

@@ -1,4 +1,4 @@
-"""Evaluate a checkpoint on a dataset folder (images + labels.tsv).
+"""Evaluate a checkpoint on a dataset folder (images + labels.tsv, or page images + PAGE-XML/ALTO files).
 
     python training/evaluate.py --checkpoint PATH --data DIR [--json] [--errors FILE.csv] [--decoder beam]
 """
@@ -9,11 +9,13 @@ import argparse
 import csv
 import json
 import sys
+import unicodedata
 from pathlib import Path
 
 from text_recognizer.checkpoint import CheckpointError
 from text_recognizer.ctc.decoder import add_decoder_arguments, decoder_kwargs
 from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels
+from text_recognizer.data.page import cut_layout_folder, is_layout_folder
 from text_recognizer.data.tokenization import cer_iam, cer_natural
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.recognizer import LineRecognizer, oriented_size
@@ -21,8 +23,13 @@ from text_recognizer.recognizer import LineRecognizer, oriented_size
 
 def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
     """Predict every line of ``folder``; unreadable images and unknown characters are counted, not fatal."""
-    records = read_labels(folder)
     references, predictions, files, skipped = [], [], [], []
+    if is_layout_folder(folder):  # PAGE-XML / ALTO pages: lines cut out (and cached) first
+        cut = cut_layout_folder(folder)
+        records = cut.records
+        skipped += [{"file": line, "reason": reason} for line, reason in cut.empty + cut.unreadable]
+    else:
+        records = read_labels(folder)
     tensors, sizes = [], []
     for record in records:
         try:
@@ -33,9 +40,10 @@ def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
             continue
         sizes.append(oriented_size(image))
         files.append(record.path.name)
-        references.append(record.text)
+        references.append(unicodedata.normalize("NFC", record.text))
+    # NFC on both sides: a model trained on decomposed (NFD) labels is scored on what the text looks like
     lines = recognizer.predict_tensors(tensors, sizes)
-    predictions = [line.text for line in lines]
+    predictions = [unicodedata.normalize("NFC", line.text) for line in lines]
     return {"lines": lines,
         "cer": cer(references, predictions), "wer": wer(references, predictions), "n": len(references),
         # IAM-style labels: CER against natural-spacing references, and against IAM's own tokenised
@@ -68,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--data", type=Path, required=True, help="dataset folder with images and labels.tsv")
+    parser.add_argument("--data", type=Path, required=True,
+                        help="dataset folder: images and labels.tsv, or page images and PAGE/ALTO *.xml")
     parser.add_argument("--json", action="store_true", help="print {cer, wer, n} as JSON")
     parser.add_argument("--errors", type=Path, default=None, help="write a per-line CSV, worst first")
     parser.add_argument("--device", default="cpu", help="torch device")

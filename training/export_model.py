@@ -6,15 +6,23 @@
 The training state (optimiser, RNG, counters) is dropped, float weights are stored in float32,
 and the model card that ``/v1/model`` and the recognizer report (the checkpoint's provenance and
 licence) is set from the flags; the training recipe stays in the provenance.
+
+``--format torchscript`` or ``--format onnx`` writes a model that runs without this package
+(dynamic batch and width; inputs, outputs and the embedded charset: ``text_recognizer/export.py``):
+
+    python training/export_model.py text_recognizer/artifacts/default.pt model.onnx --format onnx
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
+from text_recognizer.export import FORMATS as EXPORT_FORMATS
+from text_recognizer.export import export_recognizer
 
 
 def export(source: Path, target: Path, card: dict) -> Path:
@@ -40,7 +48,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--val-data", default=None, help="what the CER was measured on")
     parser.add_argument("--licence", default=None, help="licence / usage note for the weights")
     parser.add_argument("--version", default=None, help="model version string")
+    parser.add_argument("--format", choices=("checkpoint", *EXPORT_FORMATS), default="checkpoint",
+                        help="checkpoint: a serving checkpoint for this package; torchscript / onnx: a model "
+                             "that runs without it (onnx needs requirements-onnx.txt)")
     args = parser.parse_args(argv)
+    if args.format != "checkpoint":
+        from text_recognizer.recognizer import LineRecognizer
+
+        try:
+            recognizer = LineRecognizer(args.source)
+            recognizer.metadata.update({k: v for k, v in {"version": args.version, "licence": args.licence,
+                                                          "val_cer": args.val_cer}.items() if v is not None})
+            path = export_recognizer(recognizer, args.target, args.format)
+        except (ValueError, ImportError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        print(f"exported {args.source} -> {path} ({args.format}, {path.stat().st_size / 2**20:.1f} MiB)")
+        return 0
     card = {"data": args.data, "val_cer": args.val_cer, "val_data": args.val_data, "licence": args.licence,
             "model_version": args.version}
     path = export(args.source, args.target, card)

@@ -22,6 +22,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.checks import DataCheckError
 from text_recognizer.data.download import DownloadError
 from text_recognizer.data.folder import DatasetFormatError
+from training.alphabet import resolve_alphabet, with_alphabet
 from training.config import add_config_arguments, config_from_args, with_flags
 from training.trainer import TrainingError, fit, run_directory, saved_config
 
@@ -38,12 +39,15 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    codec = Codec()
     try:
-        config = config_from_args(args, num_classes=codec.num_classes)
+        config = config_from_args(args, num_classes=Codec().num_classes)
         if config.run.resume:  # the saved configuration, with the flags actually given on the command line
             given = vars(build_parser(suppress_defaults=True).parse_args(argv))
             config, codec = with_flags(saved_config(run_directory(config)), given), None  # codec: the checkpoint's
+        else:
+            alphabet = resolve_alphabet(config)  # --charset: built-in, from the labels, or a file
+            print(alphabet.summary())
+            codec, config = alphabet.codec, with_alphabet(config, alphabet.codec)
         loggers = []
         if config.run.wandb:
             from training.wandb_logger import WandbLogger

@@ -52,6 +52,7 @@ from text_recognizer.data.checks import report_table
 from text_recognizer.data.lines import collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
+from training.alphabet import remap_output_rows
 from training.batching import bucketed_order, line_aspects
 from training.compare_runs import OVERRIDES_FILE
 from training.config import RESUME_OVERRIDE_FLAGS, ExperimentConfig, resume_changes
@@ -325,11 +326,13 @@ def _check_resume(run_dir: Path, config: ExperimentConfig, codec: Codec | None) 
     return bundle, allowed
 
 
-def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path) -> None:
-    """Start from another checkpoint's weights (fine-tuning); the architectures must match."""
+def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path, codec: Codec | None = None) -> None:
+    """Start from another checkpoint's weights (fine-tuning); the architectures must match, the alphabets
+    may differ (the shared characters keep their output weights: training/alphabet.py)."""
     theirs = load_checkpoint(path, map_location="cpu")
     their_config = theirs.model_config.to_dict()
     training_only = {"dropout", "stochastic_depth", "stochastic_depth_mode", "stochastic_depth_start"}  # no weights
+    training_only.add("num_classes")  # follows the alphabet: the output rows are carried over by character below
     differences = {
         k: (their_config[k], v)
         for k, v in config.model.to_dict().items()
@@ -337,8 +340,10 @@ def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path) -> 
     }
     if differences:
         raise TrainingError(f"--init-from {path}: its model differs from this run's in {differences} (theirs, ours)")
-    model.load_state_dict(theirs.build_model().state_dict())
-    print(f"initialised the model from {path}")
+    state = theirs.build_model().state_dict()  # float32, in this version's parameter layout
+    state, new = remap_output_rows(state, model.state_dict(), theirs.codec, codec or Codec())
+    model.load_state_dict(state)
+    print(f"initialised the model from {path}" + (f"; new characters start untrained: {''.join(new)!r}" if new else ""))
 
 
 def _regulariser_info(model, config: ExperimentConfig, interctc: InterCTC | None) -> dict:
@@ -456,7 +461,7 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     if resume is not None:
         _restore(run, resume, overrides)
     elif config.run.init_from:
-        _init_from(model, config, Path(config.run.init_from))
+        _init_from(model, config, Path(config.run.init_from), codec)
     _start_logging(run, fresh=resume is None)
     return run
 

@@ -68,8 +68,12 @@ def environment_info() -> dict:
         info["triton"] = "none"
     try:
         git = ["git", "-C", str(REPO)]
-        info["git_commit"] = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10).stdout
+        info["git_commit"] = subprocess.run(
+            [*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
+        ).stdout
         info["git_dirty"] = bool(dirty.strip())
     except (OSError, subprocess.SubprocessError):
         info["git_commit"], info["git_dirty"] = "unknown", False
@@ -97,7 +101,9 @@ class WandbLogger(Logger):
         self.project = project
         self.group = group
         self.num_samples = num_samples
-        self.init_timeout = init_timeout if init_timeout is not None else float(os.environ.get("WANDB_INIT_TIMEOUT", INIT_TIMEOUT_S))
+        self.init_timeout = (
+            init_timeout if init_timeout is not None else float(os.environ.get("WANDB_INIT_TIMEOUT", INIT_TIMEOUT_S))
+        )
         self.run = None
         self.wandb = None
         self.mode = ""
@@ -155,7 +161,11 @@ class WandbLogger(Logger):
             "name": self.run_name,
             "job_type": "train",
             "dir": str(wandb_dir),
-            "config": {**config, "model_info": model_info, "env": {**environment_info(), "ctc_impl": model_info.get("ctc_impl")}},
+            "config": {
+                **config,
+                "model_info": model_info,
+                "env": {**environment_info(), "ctc_impl": model_info.get("ctc_impl")},
+            },
             **({"id": resume_id, "resume": "allow"} if resume_id else {}),
         }
         try:
@@ -224,8 +234,12 @@ class WandbLogger(Logger):
 
     def _upload(self, path: Path, metrics: dict) -> None:
         metadata = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}
-        artifact = self.wandb.Artifact(artifact_name(self.run_name), type="model", metadata=metadata,
-                                       description=f"best checkpoint of {self.run_name} (val CER {metrics.get('val_cer')})")
+        artifact = self.wandb.Artifact(
+            artifact_name(self.run_name),
+            type="model",
+            metadata=metadata,
+            description=f"best checkpoint of {self.run_name} (val CER {metrics.get('val_cer')})",
+        )
         artifact.add_file(str(path), name=path.name)
         self.run.log_artifact(artifact, aliases=["best", "latest"])
 
@@ -239,8 +253,17 @@ class WandbLogger(Logger):
     def finish(self, summary: dict) -> None:
         if self.run is None:
             return
-        keys = ("best_val_cer", "best_epoch", "final_val_cer", "final_val_wer", "epochs", "steps", "elapsed_minutes",
-                "train_lines_per_sec", "stop_reason")
+        keys = (
+            "best_val_cer",
+            "best_epoch",
+            "final_val_cer",
+            "final_val_wer",
+            "epochs",
+            "steps",
+            "elapsed_minutes",
+            "train_lines_per_sec",
+            "stop_reason",
+        )
         self._call("summary", self.run.summary.update, {f"run/{k}": summary.get(k) for k in keys})
         self._call("finish", self.run.finish)
         self.run = None

@@ -37,8 +37,16 @@ def _recipe():
     # Plain overfitting: no augmentation (when this version of DataConfig has the switch).
     no_augment = {"augment": False} if "augment" in {f.name for f in dataclasses.fields(DataConfig)} else {}
     return ExperimentConfig(
-        model=ModelConfig(height=32, cnn_channels=(8, 16), feature_dim=64, lstm_hidden=64, conv_blocks=1, lstm_layers=1,
-                          dropout=0.0, num_classes=Codec().num_classes),
+        model=ModelConfig(
+            height=32,
+            cnn_channels=(8, 16),
+            feature_dim=64,
+            lstm_hidden=64,
+            conv_blocks=1,
+            lstm_layers=1,
+            dropout=0.0,
+            num_classes=Codec().num_classes,
+        ),
         data=DataConfig(data=(str(FIXTURES),), val_data=(str(FIXTURES),), **no_augment),
         optim=OptimConfig(lr=3e-3, lr_schedule="none", warmup_steps=0, batch_size=n, max_epochs=300),
         run=RunConfig(overfit_batches=1, progress=False, checkpoint_every=0, device="cpu", seed=0),
@@ -90,9 +98,32 @@ def client(tiny_checkpoint):
     from api.app import create_app
     from api.settings import Settings
 
-    app = create_app(Settings(checkpoint=tiny_checkpoint, max_body_bytes=2 * 2**20, max_pixels=4_000_000, max_side=8_000, max_batch=8))
+    app = create_app(
+        Settings(
+            checkpoint=tiny_checkpoint,
+            max_body_bytes=2 * 2**20,
+            max_pixels=4_000_000,
+            max_side=8_000,
+            max_batch=8,
+            access_log=False,
+        )
+    )
     with TestClient(app, raise_server_exceptions=False) as test_client:
+        wait_ready(test_client.get)
         yield test_client
+
+
+def wait_ready(get, timeout: float = 60.0) -> None:
+    """Poll ``/health/ready`` (the model loads in the background once the server is up) until 200."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if get("/health/ready").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"not ready after {timeout} s")
 
 
 def free_port() -> int:
@@ -116,22 +147,26 @@ class Server:
             env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
         self.process = subprocess.Popen(
             [*command, "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         self.pid = self.process.pid
 
-    def wait_healthy(self, timeout: float = 60.0) -> None:
+    def wait_healthy(self, timeout: float = 60.0, path: str = "/health/ready") -> None:
+        """Wait until ``path`` answers 200: by default readiness (the model is loaded and warmed up)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"uvicorn exited with {self.process.returncode}:\n{self.log()}")
             try:
-                if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
+                if httpx.get(self.url + path, timeout=1.0).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"uvicorn not healthy after {timeout} s:\n{self.log()}")
+        raise RuntimeError(f"uvicorn not answering 200 on {path} after {timeout} s:\n{self.log()}")
 
     def log(self) -> str:
         self._log.flush()

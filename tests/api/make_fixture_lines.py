@@ -14,14 +14,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
 from PIL import Image
 
 from text_recognizer.data.synthetic import render_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lines"
 WIDTH = 384
-TEXTS = ("hello world", "move the table", "A quiet river", "seven cats", "read it now", "blue sky 42", "the old map", "Good day")
+TEXTS = (
+    "hello world",
+    "move the table",
+    "A quiet river",
+    "seven cats",
+    "read it now",
+    "blue sky 42",
+    "the old map",
+    "Good day",
+)
 
 
 def main() -> None:

@@ -15,6 +15,9 @@ def test_health(client):
     body = r.json()
     assert body["status"] == "ok" and body["model_loaded"] is True
     assert body["model_version"].startswith("best-")
+    ready = client.get("/health/ready")
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+    assert ready.json()["model_version"] == body["model_version"]
 
 
 def test_model_info(client, tiny_checkpoint):
@@ -25,6 +28,7 @@ def test_model_info(client, tiny_checkpoint):
     assert info["val_cer"] == 0.0
     assert "tests/fixtures/lines" in info["training_data"]
     assert len(info["sha256"]) == 64 and info["model_version"].endswith(info["sha256"][:12])
+    assert info["model_card"] is None and info["licence"] is None  # a training checkpoint: no card, no licence
 
 
 def test_predict_every_fixture_line(client, lines):
@@ -67,20 +71,23 @@ def test_batch_keeps_request_order(client, lines):
     r = client.post("/v1/predict/batch", files=files)
     assert r.status_code == 200, r.text
     results = r.json()["results"]
-    assert [x["text"] for x in results] == [lines[i][1] for i in order]
-    assert results[0] == results[-1]
+    assert [x["prediction"]["text"] for x in results] == [lines[i][1] for i in order]
+    assert [x["index"] for x in results] == list(range(len(order)))
+    assert [x["filename"] for x in results] == [lines[i][0].name for i in order]
+    assert results[0]["prediction"] == results[-1]["prediction"] and results[0]["error"] is None
 
 
 def test_batch_base64(client, lines):
     images = [base64.b64encode(p.read_bytes()).decode() for p, _ in lines[:3]]
     r = client.post("/v1/predict/batch", json={"images": images})
     assert r.status_code == 200, r.text
-    assert [x["text"] for x in r.json()["results"]] == [t for _, t in lines[:3]]
+    assert [x["prediction"]["text"] for x in r.json()["results"]] == [t for _, t in lines[:3]]
 
 
 def test_batch_matches_single(client, lines):
     single = [client.post("/v1/predict", files={"file": p.read_bytes()}).json() for p, _ in lines[:4]]
-    batch = client.post("/v1/predict/batch", files=[("files", p.read_bytes()) for p, _ in lines[:4]]).json()["results"]
+    response = client.post("/v1/predict/batch", files=[("files", p.read_bytes()) for p, _ in lines[:4]])
+    batch = [item["prediction"] for item in response.json()["results"]]
     for s, b in zip(single, batch):  # equal widths: no padding, so the BiLSTM sees the same input
         assert s["text"] == b["text"]
         assert s["confidence"] == pytest.approx(b["confidence"], abs=1e-4)
@@ -89,19 +96,34 @@ def test_batch_matches_single(client, lines):
 def test_openapi_schema(client):
     schema = client.get("/openapi.json").json()
     paths = schema["paths"]
-    assert {"/health", "/v1/model", "/v1/predict", "/v1/predict/batch"} <= set(paths)
+    assert {"/health", "/health/ready", "/v1/model", "/v1/predict", "/v1/predict/batch"} <= set(paths)
     predict = paths["/v1/predict"]["post"]
     assert {"multipart/form-data", "application/json"} <= set(predict["requestBody"]["content"])
     assert "file" in predict["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]
-    assert {"200", "400", "413", "415", "422", "503"} <= set(predict["responses"])
+    assert {"200", "400", "413", "415", "422", "429", "503"} <= set(predict["responses"])
     assert predict["responses"]["413"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
     assert predict["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Prediction")
     batch = paths["/v1/predict/batch"]["post"]
     assert "files" in batch["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]
+    assert "400" not in batch["responses"], "a bad image is a per-item error in a batch, not a 400"
+    example = schema["components"]["schemas"]["BatchPrediction"]["examples"][0]["results"]
+    assert example[0]["prediction"]["text"] and example[1]["error"]["code"] == "corrupt_image"
+    json_body = batch["requestBody"]["content"]["application/json"]["schema"]
+    assert "$ref" not in str(json_body) and json_body["examples"][0]["images"][1]["id"] == "page3-line7"
     components = schema["components"]["schemas"]
-    for name in ("Prediction", "BatchPrediction", "ModelInfo", "Health", "ErrorResponse"):
+    for name in (
+        "Prediction",
+        "BatchPrediction",
+        "BatchItem",
+        "ItemError",
+        "ModelInfo",
+        "Health",
+        "Readiness",
+        "ErrorResponse",
+    ):
         assert name in components
-    assert {"text", "confidence", "model_version", "image_width", "image_height", "elapsed_ms"} <= set(components["Prediction"]["required"])
+    required = set(components["Prediction"]["required"])
+    assert {"text", "confidence", "model_version", "image_width", "image_height", "elapsed_ms"} <= required
     assert client.get("/docs").status_code == 200
 
 

@@ -19,8 +19,10 @@ def png_bytes(image: Image.Image) -> bytes:
 
 def png_with_size(width: int, height: int) -> bytes:
     """A hand-made PNG header claiming ``width`` x ``height`` (8-bit grey), with a tiny IDAT."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b"")
 
@@ -44,7 +46,13 @@ def line_png(lines) -> bytes:
 
 
 def test_non_image_bytes(client):
-    check(post_file(client, b"this is plain text, not a picture" * 10), 400, "not_an_image", "not a recognised image", "PNG")
+    check(
+        post_file(client, b"this is plain text, not a picture" * 10),
+        400,
+        "not_an_image",
+        "not a recognised image",
+        "PNG",
+    )
 
 
 def test_truncated_png(client, line_png):
@@ -62,7 +70,13 @@ def test_truncated_jpeg(client, lines):
 def test_unsupported_format(client, lines, fmt):
     buffer = io.BytesIO()
     Image.open(lines[0][0]).convert("L").crop((0, 0, 64, 64)).save(buffer, format=fmt)
-    check(post_file(client, buffer.getvalue(), "x.bin", "application/octet-stream"), 415, "unsupported_format", fmt, "not supported")
+    check(
+        post_file(client, buffer.getvalue(), "x.bin", "application/octet-stream"),
+        415,
+        "unsupported_format",
+        fmt,
+        "not supported",
+    )
 
 
 def test_empty_file(client):
@@ -88,7 +102,13 @@ def test_forged_header_bomb(client):
 
 @pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")
 def test_too_many_pixels(client):
-    check(post_file(client, png_bytes(Image.new("L", (4_000, 1_200), 255))), 413, "image_too_large", "4800000 pixels", "4000000")
+    check(
+        post_file(client, png_bytes(Image.new("L", (4_000, 1_200), 255))),
+        413,
+        "image_too_large",
+        "4800000 pixels",
+        "4000000",
+    )
 
 
 def test_side_too_long(client):
@@ -96,7 +116,9 @@ def test_side_too_long(client):
 
 
 def test_too_wide_for_its_height(client):
-    check(post_file(client, png_bytes(Image.new("L", (6_000, 2), 255))), 413, "image_too_large", "too wide for its height")
+    check(
+        post_file(client, png_bytes(Image.new("L", (6_000, 2), 255))), 413, "image_too_large", "too wide for its height"
+    )
 
 
 def test_body_over_limit(client):
@@ -116,7 +138,12 @@ def test_data_url_not_base64(client):
 
 
 def test_url_is_never_fetched(client):
-    check(client.post("/v1/predict", json={"image": "http://127.0.0.1:1/line.png"}), 400, "url_not_supported", "never fetches")
+    check(
+        client.post("/v1/predict", json={"image": "http://127.0.0.1:1/line.png"}),
+        400,
+        "url_not_supported",
+        "never fetches",
+    )
 
 
 def test_empty_base64(client):
@@ -136,7 +163,11 @@ def test_empty_json_body(client):
 
 
 def test_invalid_json(client):
-    check(client.post("/v1/predict", content=b"{not json", headers={"content-type": "application/json"}), 400, "invalid_json")
+    check(
+        client.post("/v1/predict", content=b"{not json", headers={"content-type": "application/json"}),
+        400,
+        "invalid_json",
+    )
 
 
 def test_missing_multipart_file(client):
@@ -144,19 +175,36 @@ def test_missing_multipart_file(client):
 
 
 def test_multipart_file_as_text(client):
-    check(client.post("/v1/predict", data={"file": "not a file"}, files={"dummy": ("d", b"1")}), 422, "missing_field", "file upload")
+    check(
+        client.post("/v1/predict", data={"file": "not a file"}, files={"dummy": ("d", b"1")}),
+        422,
+        "missing_field",
+        "file upload",
+    )
 
 
 def test_no_content_type(client):
-    check(client.post("/v1/predict", content=b"abc", headers={"content-type": ""}), 415, "unsupported_media_type", "multipart/form-data")
+    check(
+        client.post("/v1/predict", content=b"abc", headers={"content-type": ""}),
+        415,
+        "unsupported_media_type",
+        "multipart/form-data",
+    )
 
 
 def test_wrong_content_type(client):
-    check(client.post("/v1/predict", content=b"abc", headers={"content-type": "text/plain"}), 415, "unsupported_media_type", "text/plain")
+    check(
+        client.post("/v1/predict", content=b"abc", headers={"content-type": "text/plain"}),
+        415,
+        "unsupported_media_type",
+        "text/plain",
+    )
 
 
 def test_batch_missing_files(client):
-    check(client.post("/v1/predict/batch", files={"file": ("x.png", b"1", "image/png")}), 422, "missing_field", "'files'")
+    check(
+        client.post("/v1/predict/batch", files={"file": ("x.png", b"1", "image/png")}), 422, "missing_field", "'files'"
+    )
 
 
 def test_batch_empty_json_list(client):
@@ -169,7 +217,11 @@ def test_batch_too_many(client, line_png):
 
 def test_batch_names_the_bad_image(client, line_png):
     files = [("files", ("a.png", line_png, "image/png")), ("files", ("broken.png", b"garbage", "image/png"))]
-    check(client.post("/v1/predict/batch", files=files), 400, "not_an_image", "files[1]", "broken.png")
+    response = client.post("/v1/predict/batch", files=files)
+    assert response.status_code == 200, response.text
+    bad = response.json()["results"][1]
+    assert bad["prediction"] is None and bad["error"]["code"] == "not_an_image" and bad["error"]["status"] == 400
+    assert "files[1]" in bad["error"]["detail"] and "broken.png" in bad["error"]["detail"]
 
 
 def test_method_and_path_errors(client):

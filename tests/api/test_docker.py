@@ -56,7 +56,7 @@ def test_dockerfile_shape():
     assert user and user[-1].split(":")[0] not in ("root", "0")
     assert kinds.index("USER") < kinds.index("CMD")
     healthcheck = dict(steps)["HEALTHCHECK"]
-    assert "/health" in healthcheck
+    assert "/health/ready" in healthcheck, "the healthcheck must ask for readiness (model loaded), not liveness"
     cmd = json.loads(dict(steps)["CMD"])  # exec form: a JSON array
     assert cmd[:2] == ["uvicorn", "api.app:app"]
     copied = [a.split()[0] for k, a in steps if k == "COPY"]
@@ -64,7 +64,9 @@ def test_dockerfile_shape():
 
 
 def test_dockerignore_sends_only_serving_files():
-    patterns = [p.strip() for p in (ROOT / ".dockerignore").read_text().splitlines() if p.strip() and not p.startswith("#")]
+    patterns = [
+        p.strip() for p in (ROOT / ".dockerignore").read_text().splitlines() if p.strip() and not p.startswith("#")
+    ]
     context = set(_context_files(patterns))
     assert any(p.startswith("api/") for p in context) and any(p.startswith("text_recognizer/") for p in context)
     assert not any(p.startswith(("tests/", "training/", ".git/", "data/")) for p in context)
@@ -102,7 +104,10 @@ def _cpu_torch_wheel() -> Path | None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_cpu_torch_wheel() is None, reason="no CPU-only torch wheel on disk (set TEXT_RECOGNIZER_TORCH_CPU_WHEEL); the PyTorch index is unreachable")
+@pytest.mark.skipif(
+    _cpu_torch_wheel() is None,
+    reason="no CPU-only torch wheel on disk (set TEXT_RECOGNIZER_TORCH_CPU_WHEEL); the PyTorch index is unreachable",
+)
 def test_docker_steps_in_a_fresh_venv(tmp_path, tiny_checkpoint, lines):
     """Replay the Dockerfile: its COPY lines (through .dockerignore), its RUN lines verbatim with
     the build args pointed at a local one-wheel index, then its CMD, and ask /health and /v1/predict."""
@@ -120,7 +125,9 @@ def test_docker_steps_in_a_fresh_venv(tmp_path, tiny_checkpoint, lines):
     venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PATH=f"{env_dir / 'bin'}:{env['PATH']}", VIRTUAL_ENV=str(env_dir))
-    patterns = [p.strip() for p in (ROOT / ".dockerignore").read_text().splitlines() if p.strip() and not p.startswith("#")]
+    patterns = [
+        p.strip() for p in (ROOT / ".dockerignore").read_text().splitlines() if p.strip() and not p.startswith("#")
+    ]
     app_dir.mkdir()
     cmd = None
     for kind, args in instructions():
@@ -139,15 +146,26 @@ def test_docker_steps_in_a_fresh_venv(tmp_path, tiny_checkpoint, lines):
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(ROOT / rel, dest)
         elif kind == "RUN" and "pip install" in args:
-            result = subprocess.run(["bash", "-euo", "pipefail", "-c", args], cwd=app_dir, env={**env, **build_args},
-                                    capture_output=True, text=True, timeout=900)
+            result = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", args],
+                cwd=app_dir,
+                env={**env, **build_args},
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             assert result.returncode == 0, f"RUN {args}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
         elif kind == "CMD":
             cmd = json.loads(args)
     assert cmd is not None
     assert not (app_dir / "tests").exists() and not (app_dir / "training").exists()
-    check = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import torch, fastapi; print(torch.__version__)"],
-                           capture_output=True, text=True, env=env, timeout=120)
+    check = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", "import torch, fastapi; print(torch.__version__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert check.returncode == 0 and "+cpu" in check.stdout, check.stderr
 
     # CMD, on a free loopback port instead of 0.0.0.0:8000, with the test model mounted by env var.

@@ -30,7 +30,10 @@ def sample(lines):
     return Image.open(path).convert("L"), text
 
 
-@pytest.mark.parametrize("orientation, transpose", [(6, Image.Transpose.ROTATE_90), (8, Image.Transpose.ROTATE_270), (3, Image.Transpose.ROTATE_180)])
+@pytest.mark.parametrize(
+    "orientation, transpose",
+    [(6, Image.Transpose.ROTATE_90), (8, Image.Transpose.ROTATE_270), (3, Image.Transpose.ROTATE_180)],
+)
 def test_exif_orientation(client, sample, orientation, transpose):
     image, text = sample
     stored = image.transpose(transpose)  # as a camera would store it; the tag says how to turn it upright
@@ -43,7 +46,12 @@ def test_exif_orientation(client, sample, orientation, transpose):
 
 def test_palette(client, sample):
     image, text = sample
-    assert predict(client, encode(image.convert("RGB").convert("P", palette=Image.Palette.ADAPTIVE, colors=256), "PNG"))["text"] == text
+    assert (
+        predict(client, encode(image.convert("RGB").convert("P", palette=Image.Palette.ADAPTIVE, colors=256), "PNG"))[
+            "text"
+        ]
+        == text
+    )
 
 
 def test_alpha_ink_on_transparent(client, sample):
@@ -107,7 +115,9 @@ def test_bilevel(client, sample):
     assert predict(client, data)["text"] == text
 
 
-@pytest.mark.parametrize("fmt, kwargs", [("PNG", {}), ("TIFF", {}), ("BMP", {}), ("WEBP", {"lossless": True}), ("JPEG", {"quality": 98})])
+@pytest.mark.parametrize(
+    "fmt, kwargs", [("PNG", {}), ("TIFF", {}), ("BMP", {}), ("WEBP", {"lossless": True}), ("JPEG", {"quality": 98})]
+)
 def test_accepted_formats(client, sample, fmt, kwargs):
     image, text = sample
     body = predict(client, encode(image, fmt, **kwargs))

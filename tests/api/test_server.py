@@ -14,9 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.conftest import SERVER_ENV, Server
-
 from api.app import create_app  # noqa: F401  (import check: the module imports without a model)
+from tests.api.conftest import SERVER_ENV, Server
 
 
 def test_health_and_predict(server, lines):
@@ -61,11 +60,13 @@ def _length(data: bytes) -> int:
 
 def test_streamed_body_over_limit_is_cut_off(server):
     """No Content-Length (chunked): the limit is enforced on the bytes as they arrive."""
-    head = (b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n")
+    head = (
+        b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
     piece = b"\0" * 65536
     chunk = b"%x\r\n" % len(piece) + piece + b"\r\n"
-    first = b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.png\"\r\nContent-Type: image/png\r\n\r\n"
+    first = b'--B\r\nContent-Disposition: form-data; name="file"; filename="x.png"\r\nContent-Type: image/png\r\n\r\n'
     chunks = [b"%x\r\n" % len(first) + first + b"\r\n"] + [chunk] * 200  # 12.5 MiB offered, limit 2 MiB
     status, body = _raw_request(server.port, head, chunks, pause=0.002)
     assert status == 413
@@ -74,8 +75,7 @@ def test_streamed_body_over_limit_is_cut_off(server):
 
 
 def test_declared_length_over_limit_is_refused_before_reading(server):
-    head = (b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 50000000\r\n\r\n")
+    head = b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n"
     status, body = _raw_request(server.port, head, [b"{" + b" " * 1000] * 3, pause=0.05)
     assert status == 413
     assert "50000000" in json.loads(body)["detail"]
@@ -92,7 +92,10 @@ def test_200_concurrent_requests_from_16_clients(server, lines):
                 data, text = payloads[i % len(payloads)]
                 if i % 5 == 0:
                     r = http.post("/v1/predict/batch", files=[("files", data), ("files", payloads[0][0])])
-                    ok = r.status_code == 200 and [x["text"] for x in r.json()["results"]] == [text, payloads[0][1]]
+                    ok = r.status_code == 200 and [x["prediction"]["text"] for x in r.json()["results"]] == [
+                        text,
+                        payloads[0][1],
+                    ]
                 elif i % 3 == 0:
                     r = http.post("/v1/predict", json={"image": base64.b64encode(data).decode()})
                     ok = r.status_code == 200 and r.json()["text"] == text
@@ -129,13 +132,22 @@ def test_memory_does_not_grow_over_1000_requests(server, lines):
                 for j in range(i, count, 4):
                     k = offset + j
                     if k % 10 == 9:
-                        codes.append(http.post("/v1/predict", files={"file": ("b.png", bad[k % 3], "image/png")}).status_code)
+                        codes.append(
+                            http.post("/v1/predict", files={"file": ("b.png", bad[k % 3], "image/png")}).status_code
+                        )
                     elif k % 10 == 4:
-                        codes.append(http.post("/v1/predict/batch", files=[("files", good[k % 8]), ("files", good[(k + 1) % 8])]).status_code)
+                        codes.append(
+                            http.post(
+                                "/v1/predict/batch", files=[("files", good[k % 8]), ("files", good[(k + 1) % 8])]
+                            ).status_code
+                        )
                     else:
-                        codes.append(http.post("/v1/predict", files={"file": ("g.png", good[k % 8], "image/png")}).status_code)
+                        codes.append(
+                            http.post("/v1/predict", files={"file": ("g.png", good[k % 8], "image/png")}).status_code
+                        )
                 assert all(c in (200, 400) for c in codes), codes
                 return len(codes)
+
         with ThreadPoolExecutor(4) as pool:
             assert sum(pool.map(one, range(4))) == count
 
@@ -158,7 +170,7 @@ def test_startup_fails_clearly_without_checkpoint(tmp_path):
     finally:
         srv.stop()
     assert "cannot load the model (TEXT_RECOGNIZER_CHECKPOINT)" in log and "missing.pt does not exist" in log
-    assert "Application startup failed" in log
+    assert "text recognizer API startup failed" in log
 
 
 def test_startup_fails_clearly_on_corrupt_checkpoint(tmp_path):
@@ -196,5 +208,5 @@ def test_event_loop_stays_free_during_inference(server, lines):
         start = time.perf_counter()
         assert httpx.get(server.url + "/health", timeout=10).status_code == 200
         health_s = time.perf_counter() - start
-        assert all(b.result().status_code == 200 for b in batches)
+        assert all(b.result().status_code == 200 and b.result().json()["results"][0]["error"] is None for b in batches)
     assert health_s < 2.0

@@ -73,7 +73,7 @@ IAM_LINES = [
     ("a01-000u-00", "ok", 154, "A|MOVE|to|stop|Mr.|Gaitskell|from"),
     ("a01-000u-01", "err", 156, "nominating|any|more|Labour|life|Peers"),
     ("a01-000u-02", "ok", 157, "is|to|be|made|at|a|meeting|of|Labour"),
-    ("a01-003-00", "ok", 160, "Leeds|,|Ontario|:|\"|it|'s|fine|\"|."),
+    ("a01-003-00", "ok", 160, 'Leeds|,|Ontario|:|"|it|\'s|fine|"|.'),
     ("b02-010-00", "ok", 170, "(|Rialto|)|said|Tolch|."),
     ("b02-010-01", "ok", 170, "What|'s|going|on|?"),
     ("c03-020-00", "ok", 150, "left|in|no|list|writer|c"),
@@ -81,7 +81,14 @@ IAM_LINES = [
     ("e05-040-00", "ok", 150, "same|writer|as|val"),  # in no list, but a val writer: excluded
 ]
 #: form -> writer
-IAM_FORMS = {"a01-000u": "000", "a01-003": "001", "b02-010": "002", "c03-020": "003", "d04-030": "000", "e05-040": "001"}
+IAM_FORMS = {
+    "a01-000u": "000",
+    "a01-003": "001",
+    "b02-010": "002",
+    "c03-020": "003",
+    "d04-030": "000",
+    "e05-040": "001",
+}
 IAM_SPLITS = {
     "trainset.txt": ["a01-000u-00", "a01-000u-01", "a01-000u-02"],
     "validationset1.txt": ["a01-003-00"],
@@ -97,7 +104,9 @@ def _line_png(text: str, seed: int) -> bytes:
     draw = ImageDraw.Draw(image)
     x = 10
     for _ in text.replace(" ", ""):
-        draw.line([(x, 70), (x + 6, 20 + int(rng.integers(0, 10))), (x + 12, 70)], fill=int(rng.integers(20, 90)), width=4)
+        draw.line(
+            [(x, 70), (x + 6, 20 + int(rng.integers(0, 10))), (x + 12, 70)], fill=int(rng.integers(20, 90)), width=4
+        )
         x += 20
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
@@ -117,7 +126,9 @@ def make_iam_archives(folder: Path) -> Path:
         for i, (line_id, _, _, text) in enumerate(IAM_LINES):
             form = line_id.rsplit("-", 1)[0]
             _add(tar, f"lines/{form.split('-')[0]}/{form}/{line_id}.png", _line_png(text.replace("|", " "), i))
-    header = "#--- lines.txt ---\n# format: a01-000u-00 ok 154 19 408 746 1661 89 A|MOVE|to|stop|Mr.|Gaitskell|from\n#\n"
+    header = (
+        "#--- lines.txt ---\n# format: a01-000u-00 ok 154 19 408 746 1661 89 A|MOVE|to|stop|Mr.|Gaitskell|from\n#\n"
+    )
     lines_txt = header + "".join(f"{i} {ok} {g} 19 408 746 1661 89 {t}\n" for i, ok, g, t in IAM_LINES)
     forms_txt = "#--- forms.txt ---\n" + "".join(f"{f} {w} 2 prt 7 5 52 36\n" for f, w in IAM_FORMS.items())
     with tarfile.open(folder / "ascii.tgz", "w:gz") as tar:

@@ -14,9 +14,20 @@ from text_recognizer.data.augment import AugmentConfig, LineAugmentation, build_
 from text_recognizer.stem import preprocess
 
 OPS = {  # probability field -> the op it switches on
-    "stretch_p": "WidthStretch", "shear_p": "SlantRotate", "rotate_p": "SlantRotate", "elastic_p": "Elastic",
-    "morph_p": "Morphology", "ink_p": "InkAndPaper", "paper_p": "InkAndPaper", "ruled_p": "InkAndPaper",
-    "margin_p": "Surroundings", "neighbour_p": "Surroundings", "contrast_p": "BrightnessContrast", "blur_p": "Blur", "noise_p": "Noise", "jpeg_p": "Jpeg",
+    "stretch_p": "WidthStretch",
+    "shear_p": "SlantRotate",
+    "rotate_p": "SlantRotate",
+    "elastic_p": "Elastic",
+    "morph_p": "Morphology",
+    "ink_p": "InkAndPaper",
+    "paper_p": "InkAndPaper",
+    "ruled_p": "InkAndPaper",
+    "margin_p": "Surroundings",
+    "neighbour_p": "Surroundings",
+    "contrast_p": "BrightnessContrast",
+    "blur_p": "Blur",
+    "noise_p": "Noise",
+    "jpeg_p": "Jpeg",
 }
 
 
@@ -74,11 +85,11 @@ def test_surroundings_keep_the_line_verbatim_and_add_paper_or_strokes(seed: int)
     a, s = np.asarray(out), np.asarray(source)
     assert a.shape[1] == s.shape[1] and a.shape[0] > s.shape[0]
     # the original rows appear unchanged somewhere in the taller crop
-    rows = [y for y in range(a.shape[0] - s.shape[0] + 1) if np.array_equal(a[y:y + s.shape[0]], s)]
+    rows = [y for y in range(a.shape[0] - s.shape[0] + 1) if np.array_equal(a[y : y + s.shape[0]], s)]
     assert rows, "the line itself must survive verbatim"
     top = rows[0]
     assert top > 0 and (a[:top] < 128).any()  # a fragment of the line above: dark strokes
-    assert (a[top + s.shape[0]:] < 128).any()  # and of the line below
+    assert (a[top + s.shape[0] :] < 128).any()  # and of the line below
     # polarity: paper still dominates, ink dark
     assert np.median(a) == 255 and preprocess(out, 64).shape[1] == 64
 
@@ -90,7 +101,7 @@ def test_margins_alone_add_only_paper() -> None:
     pad = round(0.3 * source.height)
     assert a.shape[0] == source.height + 2 * pad
     assert (a[:pad] == 255).all() and (a[-pad:] == 255).all()
-    assert np.array_equal(a[pad:pad + source.height], np.asarray(source))
+    assert np.array_equal(a[pad : pad + source.height], np.asarray(source))
 
 
 def test_off_is_identity_and_any_mode_is_accepted() -> None:
@@ -141,4 +152,6 @@ def test_speed() -> None:
     for _ in range(30):
         augment(source)
     per_line = (time.process_time() - start) / 30
-    assert per_line < 0.05, f"{per_line * 1000:.1f} ms per 64x900 line"  # ~4-6 ms CPU time measured; loose for slow machines
+    assert per_line < 0.05, (
+        f"{per_line * 1000:.1f} ms per 64x900 line"
+    )  # ~4-6 ms CPU time measured; loose for slow machines

@@ -33,7 +33,9 @@ def matlab_zip(tmp_path_factory) -> Path:
 def metadata(matlab_zip: Path, tmp_path: Path, monkeypatch):
     """Point the EMNIST metadata at a local HTTP server holding the fake archive."""
     with http_server(matlab_zip.parent) as (url, hits):
-        meta = write_metadata(tmp_path / "meta.toml", {"matlab": ("matlab.zip", f"{url}/matlab.zip", sha256(matlab_zip))})
+        meta = write_metadata(
+            tmp_path / "meta.toml", {"matlab": ("matlab.zip", f"{url}/matlab.zip", sha256(matlab_zip))}
+        )
         monkeypatch.setattr(emnist, "metadata_path", lambda name: meta)
         yield hits
 
@@ -96,8 +98,10 @@ def test_emnist_lines(metadata, cache: Path, monkeypatch) -> None:
     again = prepare_emnist_lines(SMALL, archive=cache / "downloads" / "emnist" / "matlab.zip")
     assert [r.text for r in read_labels(again["train"])] == texts
     assert (again["train"] / "train-000000.png").read_bytes() == (folders["train"] / "train-000000.png").read_bytes()
-    other = prepare_emnist_lines(EmnistLinesConfig(num_train=12, num_val=4, num_test=4, max_chars=20, seed=4),
-                                 archive=cache / "downloads" / "emnist" / "matlab.zip")
+    other = prepare_emnist_lines(
+        EmnistLinesConfig(num_train=12, num_val=4, num_test=4, max_chars=20, seed=4),
+        archive=cache / "downloads" / "emnist" / "matlab.zip",
+    )
     assert [r.text for r in read_labels(other["train"])] != texts
 
 

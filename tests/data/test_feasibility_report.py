@@ -43,8 +43,12 @@ def _dataset(folder: Path) -> dict[str, str]:
     Image.new("L", (28, HEIGHT), 255).save(folder / "tight.png")
     rows.append(("tight.png", "aab"))  # exactly feasible: kept
     (folder / "labels.tsv").write_text("file\ttext\n" + "".join(f"{f}\t{t}\n" for f, t in rows), encoding="utf-8")
-    return {"unknown.png": "unknown characters", "empty.png": "empty label", "broken.png": "unreadable image",
-            "narrow.png": "infeasible for CTC"}
+    return {
+        "unknown.png": "unknown characters",
+        "empty.png": "empty label",
+        "broken.png": "unreadable image",
+        "narrow.png": "infeasible for CTC",
+    }
 
 
 def test_report_table_lists_counts_and_examples(tmp_path):
@@ -55,8 +59,19 @@ def test_report_table_lists_counts_and_examples(tmp_path):
         assert [name for name, _ in report.problems[problem]] == [str(tmp_path / "lines" / file)]
     assert "needing 6" in report.infeasible[0][1]  # 4 characters + 2 repeats
     table = report_table({"train": report}).splitlines()
-    assert table[0].split() == ["dataset", "kept", "unknown", "characters", "unreadable", "image", "infeasible", "for",
-                                "CTC", "empty", "label"]
+    assert table[0].split() == [
+        "dataset",
+        "kept",
+        "unknown",
+        "characters",
+        "unreadable",
+        "image",
+        "infeasible",
+        "for",
+        "CTC",
+        "empty",
+        "label",
+    ]
     assert table[2].split() == ["train", "7", "1", "1", "1", "1"]
     assert any(line.startswith("train: infeasible for CTC:") for line in table)
 
@@ -64,8 +79,11 @@ def test_report_table_lists_counts_and_examples(tmp_path):
 def test_training_skips_bad_samples_with_a_count(tmp_path, capsys):
     folder = tmp_path / "lines"
     _dataset(folder)
-    config = tiny_config(tmp_path / "run", data={"data": (str(folder),), "val_data": (str(folder),), "augment": False},
-                         optim={"max_steps": 1})
+    config = tiny_config(
+        tmp_path / "run",
+        data={"data": (str(folder),), "val_data": (str(folder),), "augment": False},
+        optim={"max_steps": 1},
+    )
     summary = fit(config)
     out = capsys.readouterr().out
     assert "data check (--bad-samples skip):" in out and "broken.png" in out
@@ -78,7 +96,9 @@ def test_training_skips_bad_samples_with_a_count(tmp_path, capsys):
 def test_training_stops_before_it_starts_with_the_list(tmp_path):
     folder = tmp_path / "lines"
     bad = _dataset(folder)
-    config = tiny_config(tmp_path / "run", data={"data": (str(folder),), "val_data": (str(folder),), "bad_samples": "error"})
+    config = tiny_config(
+        tmp_path / "run", data={"data": (str(folder),), "val_data": (str(folder),), "bad_samples": "error"}
+    )
     with pytest.raises(DataCheckError) as error:
         fit(config)
     for file in bad:

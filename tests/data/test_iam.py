@@ -31,7 +31,12 @@ def archives(tmp_path_factory) -> Path:
 def test_parse_lines_txt() -> None:
     lines = parse_lines_txt("# comment\na01-000u-00 ok 154 19 408 746 1661 89 A|MOVE|to|stop|Mr.|Gaitskell|from\n")
     line = lines["a01-000u-00"]
-    assert (line.ok, line.threshold, line.text, line.form) == ("ok", 154, "A MOVE to stop Mr. Gaitskell from", "a01-000u")
+    assert (line.ok, line.threshold, line.text, line.form) == (
+        "ok",
+        154,
+        "A MOVE to stop Mr. Gaitskell from",
+        "a01-000u",
+    )
     with pytest.raises(ValueError, match="lines.txt:1"):
         parse_lines_txt("a01 ok x")
 
@@ -57,7 +62,7 @@ def test_prepare_from_local_archives(archives: Path, cache: Path) -> None:
     assert ids["test"] == ["b02-010-01"]
     assert ids["train_extra"] == ["c03-020-00", "d04-030-00"]  # e05-040 is by a val writer
     texts = {r.path.stem: r.text for r in read_labels(folders["val"])}
-    assert texts["a01-003-00"] == "Leeds , Ontario : \" it 's fine \" ."  # IAM tokenisation kept on disk
+    assert texts["a01-003-00"] == 'Leeds , Ontario : " it \'s fine " .'  # IAM tokenisation kept on disk
     header = (folders["train"] / "labels.tsv").read_text().splitlines()[0].split("\t")
     assert header == ["file", "text", "iam_id", "ok_flag", "width", "height"]
     image = Image.open(folders["train"] / "a01-000u-00.png")
@@ -73,8 +78,14 @@ def test_cached_after_first_run(archives: Path, cache: Path, monkeypatch) -> Non
 
 def test_download_from_metadata(archives: Path, cache: Path, tmp_path: Path, monkeypatch) -> None:
     with http_server(archives) as (url, hits):
-        names = {"lines": "lines.tgz", "ascii": "ascii.tgz", "splits": "largeWriterIndependentTextLineRecognitionTask.zip"}
-        meta = write_metadata(tmp_path / "meta.toml", {k: (f, f"{url}/{f}", sha256(archives / f)) for k, f in names.items()})
+        names = {
+            "lines": "lines.tgz",
+            "ascii": "ascii.tgz",
+            "splits": "largeWriterIndependentTextLineRecognitionTask.zip",
+        }
+        meta = write_metadata(
+            tmp_path / "meta.toml", {k: (f, f"{url}/{f}", sha256(archives / f)) for k, f in names.items()}
+        )
         monkeypatch.setattr(iam, "metadata_path", lambda name: meta)
         folders = prepare_iam(progress=False)
         assert sorted(hits) == sorted(f"/{f}" for f in names.values())
@@ -95,15 +106,17 @@ def test_run_experiment_data_iam(archives: Path, cache: Path) -> None:
 
     config = DataConfig(data=("iam",), iam_archives=str(archives), allow_unverified=True, iam_train_extra=True)
     datasets = build_datasets(config, Codec(), ModelConfig(), seed=0)
-    assert len(datasets.train) + sum(r.num_skipped for k, r in datasets.reports.items() if not k.startswith("val:")) == 5
+    assert (
+        len(datasets.train) + sum(r.num_skipped for k, r in datasets.reports.items() if not k.startswith("val:")) == 5
+    )
     from text_recognizer.data.lines import MappedLines
 
     assert isinstance(datasets.train.lines, MappedLines) and not isinstance(datasets.val.lines, MappedLines)
     val_texts = [text for _, text in datasets.val.lines]
-    assert "Leeds, Ontario: \"it's fine\"." in val_texts  # detokenised at load time
+    assert 'Leeds, Ontario: "it\'s fine".' in val_texts  # detokenised at load time
     plain = build_datasets(DataConfig(data=("iam",), augment=False, detokenize=False), Codec(), ModelConfig(), seed=0)
     assert not isinstance(plain.train.lines, MappedLines)
-    assert "Leeds , Ontario : \" it 's fine \" ." in [t for _, t in plain.val.lines]
+    assert 'Leeds , Ontario : " it \'s fine " .' in [t for _, t in plain.val.lines]
 
 
 @pytest.mark.skipif(not (DEV_COPY / "val" / "labels.tsv").is_file(), reason="development copy not present")

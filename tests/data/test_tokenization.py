@@ -18,7 +18,7 @@ CASES = [
     ('which would appear to " prop up " an out-dated', 'which would appear to "prop up" an out-dated'),
     ('last night : " We want to discuss', 'last night: "We want to discuss'),
     ('do if the British demonstrations . "', 'do if the British demonstrations."'),
-    ('to be demonstrations . " Yesterday Sir Roy\'s', 'to be demonstrations." Yesterday Sir Roy\'s'),
+    ("to be demonstrations . \" Yesterday Sir Roy's", "to be demonstrations.\" Yesterday Sir Roy's"),
     ('" The Right Approach " ( Rialto , " A " ) , and', '"The Right Approach" (Rialto, "A"), and'),
     ("told them , ' the police will act . ' At five", "told them, 'the police will act.' At five"),
     ('crushing our soul " ( see Hab. 2 , 10-11 ) .', 'crushing our soul" (see Hab. 2, 10-11).'),
@@ -53,7 +53,9 @@ def test_cers() -> None:
     assert cer_natural(refs, natural) == 0.0
     assert cer_iam(refs, natural) == 0.0
     assert cer_iam(refs, refs) == 0.0  # already tokenised predictions pass through
-    assert cer_natural(refs, ["Leeds, Ontaria", "it's fine."]) == pytest.approx(1 / 24)  # 14 + 10 natural reference characters
+    assert cer_natural(refs, ["Leeds, Ontaria", "it's fine."]) == pytest.approx(
+        1 / 24
+    )  # 14 + 10 natural reference characters
 
 
 @pytest.mark.skipif(not (DEV_VAL / "labels.tsv").is_file(), reason="development copy not present")

@@ -8,17 +8,41 @@ from text_recognizer.codec import Codec
 from text_recognizer.models.config import ModelConfig
 from training.config import DataConfig, ExperimentConfig, OptimConfig, RunConfig
 
-TINY_MODEL = dict(height=32, cnn_channels=(8, 16), feature_dim=64, lstm_hidden=64, conv_blocks=1, lstm_layers=1, dropout=0.0)
+TINY_MODEL = dict(
+    height=32, cnn_channels=(8, 16), feature_dim=64, lstm_hidden=64, conv_blocks=1, lstm_layers=1, dropout=0.0
+)
 TINY_FLAGS = [
-    "--height", "32", "--cnn-channels", "8", "16", "--feature-dim", "64", "--lstm-hidden", "64",
-    "--conv-blocks", "1", "--lstm-layers", "1", "--progress", "false",
+    "--height",
+    "32",
+    "--cnn-channels",
+    "8",
+    "16",
+    "--feature-dim",
+    "64",
+    "--lstm-hidden",
+    "64",
+    "--conv-blocks",
+    "1",
+    "--lstm-layers",
+    "1",
+    "--progress",
+    "false",
 ]
 
 
-def tiny_config(run_dir: Path, *, model: dict | None = None, data: dict | None = None, optim: dict | None = None, run: dict | None = None) -> ExperimentConfig:
+def tiny_config(
+    run_dir: Path,
+    *,
+    model: dict | None = None,
+    data: dict | None = None,
+    optim: dict | None = None,
+    run: dict | None = None,
+) -> ExperimentConfig:
     return ExperimentConfig(
         model=ModelConfig(**{**TINY_MODEL, **(model or {})}, num_classes=Codec().num_classes),
         data=DataConfig(**{"synthetic_train_lines": 16, "synthetic_val_lines": 8, **(data or {})}),
-        optim=OptimConfig(**{"batch_size": 4, "max_epochs": 1, "lr_schedule": "none", "warmup_steps": 0, **(optim or {})}),
+        optim=OptimConfig(
+            **{"batch_size": 4, "max_epochs": 1, "lr_schedule": "none", "warmup_steps": 0, **(optim or {})}
+        ),
         run=RunConfig(**{"run_dir": str(run_dir), "progress": False, "checkpoint_every": 0, **(run or {})}),
     )

@@ -32,7 +32,9 @@ def write_folder(folder: Path, count: int, height: int = 32) -> list[str]:
     texts = [WORDS[i % len(WORDS)] for i in range(count)]
     for i, text in enumerate(texts):
         render_line(text, np.random.default_rng(i), height=height).save(folder / f"{i}.png")
-    (folder / "labels.tsv").write_text("file\ttext\n" + "".join(f"{i}.png\t{t}\n" for i, t in enumerate(texts)), encoding="utf-8")
+    (folder / "labels.tsv").write_text(
+        "file\ttext\n" + "".join(f"{i}.png\t{t}\n" for i, t in enumerate(texts)), encoding="utf-8"
+    )
     return texts
 
 
@@ -43,7 +45,7 @@ def test_bucketed_order_is_a_permutation_of_similar_width_batches():
     bucketed = bucketed_order(order, widths, batch_size=16, chunk_batches=8, generator=torch.Generator().manual_seed(2))
     assert sorted(bucketed) == list(range(len(widths)))
     assert padding_efficiency(order, widths, 16) < 0.75 < 0.85 < padding_efficiency(bucketed, widths, 16)
-    batches = [bucketed[i:i + 16] for i in range(0, len(bucketed), 16)]
+    batches = [bucketed[i : i + 16] for i in range(0, len(bucketed), 16)]
     assert [len(b) for b in batches] == [16] * 62 + [11]  # the one short batch stays last
     # each batch comes from one chunk of 8 * 16 shuffled lines, sorted by width
     chunk_of = {index: position // 128 for position, index in enumerate(order)}
@@ -83,7 +85,7 @@ def test_sampler_buckets_later_epochs_and_resumes_mid_epoch():
     second = list(sampler)
     assert sorted(second) == list(range(40))
     for start in range(0, 40, 4):
-        batch = [widths[i] for i in second[start:start + 4]]
+        batch = [widths[i] for i in second[start : start + 4]]
         assert batch == sorted(batch)
     sampler.set_epoch(1, skip=12)
     assert list(sampler) == second[12:]
@@ -95,9 +97,16 @@ def test_sampler_buckets_later_epochs_and_resumes_mid_epoch():
 def test_training_on_folders_uses_buckets_and_reports_in_dataset_order(tmp_path):
     texts = write_folder(tmp_path / "train", 24)
     val_texts = write_folder(tmp_path / "val", 10)
-    config = tiny_config(tmp_path / "run", data={"data": (str(tmp_path / "train"),), "val_data": (str(tmp_path / "val"),),
-                                                  "augment": False, "bucket_batches": 2},
-                         optim={"max_epochs": 2})
+    config = tiny_config(
+        tmp_path / "run",
+        data={
+            "data": (str(tmp_path / "train"),),
+            "val_data": (str(tmp_path / "val"),),
+            "augment": False,
+            "bucket_batches": 2,
+        },
+        optim={"max_epochs": 2},
+    )
     collected = []
 
     class Samples(Logger):  # keeps the validation sample table

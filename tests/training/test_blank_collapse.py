@@ -19,7 +19,9 @@ def test_blank_share():
 
 
 def test_advice_names_the_runs_own_settings():
-    config = tiny_config("unused", model={"window_stride": 8, "shared_cnn": False}, optim={"lr": 0.0, "optimizer": "adam"})
+    config = tiny_config(
+        "unused", model={"window_stride": 8, "shared_cnn": False}, optim={"lr": 0.0, "optimizer": "adam"}
+    )
     text = collapse_advice(config, 3, 120, 1.0, 1.4)
     assert "3 epochs" in text and "120 steps" in text
     assert "--lr is 0.0" in text and "--optimizer rmsprop" in text
@@ -28,8 +30,12 @@ def test_advice_names_the_runs_own_settings():
 
 def test_short_run_warns_after_n_blank_epochs(tmp_path, capsys):
     # Two epochs of one step each: far too short to learn anything, so CTC predicts only blanks.
-    config = tiny_config(tmp_path / "run", data={"synthetic_train_lines": 4, "synthetic_val_lines": 4},
-                         optim={"max_epochs": 2, "lr": 3e-3}, run={"blank_collapse_epochs": 2})
+    config = tiny_config(
+        tmp_path / "run",
+        data={"synthetic_train_lines": 4, "synthetic_val_lines": 4},
+        optim={"max_epochs": 2, "lr": 3e-3},
+        run={"blank_collapse_epochs": 2},
+    )
     fit(config)
     out = capsys.readouterr().out
     assert out.count("validation predictions have been (almost) all blank for 2 epochs") == 1

@@ -11,23 +11,42 @@ from training.trainer import fit
 from .helpers import tiny_config
 
 
-def fake_run(root: Path, name: str, cers: list[float], *, optimizer="adam", group="g", finished=True, extra=None) -> Path:
+def fake_run(
+    root: Path, name: str, cers: list[float], *, optimizer="adam", group="g", finished=True, extra=None
+) -> Path:
     run = root / name
     run.mkdir(parents=True)
-    config = {"model": {"height": 32, "cnn_channels": [8, 16]}, "optim": {"optimizer": optimizer, "lr": 0.001},
-              "run": {"name": name, "run_dir": str(run), "group": group}, "data": {"data": ["synthetic"], **(extra or {})},
-              "codec": {"chars": "abc"}}
+    config = {
+        "model": {"height": 32, "cnn_channels": [8, 16]},
+        "optim": {"optimizer": optimizer, "lr": 0.001},
+        "run": {"name": name, "run_dir": str(run), "group": group},
+        "data": {"data": ["synthetic"], **(extra or {})},
+        "codec": {"chars": "abc"},
+    }
     (run / "config.json").write_text(json.dumps(config))
     lines = []
     for epoch, value in enumerate(cers, 1):
-        lines += [{"kind": "train", "step": epoch * 10 - 5, "epoch": epoch, "loss": 3.0 / epoch},
-                  {"kind": "train", "step": epoch * 10, "epoch": epoch, "loss": 2.5 / epoch},
-                  {"kind": "val", "epoch": epoch, "step": epoch * 10, "val_cer": value, "val_wer": 1.0, "val_loss": 2.0}]
-    (run / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{\"kind\": \"tr")  # cut-off last line
+        lines += [
+            {"kind": "train", "step": epoch * 10 - 5, "epoch": epoch, "loss": 3.0 / epoch},
+            {"kind": "train", "step": epoch * 10, "epoch": epoch, "loss": 2.5 / epoch},
+            {"kind": "val", "epoch": epoch, "step": epoch * 10, "val_cer": value, "val_wer": 1.0, "val_loss": 2.0},
+        ]
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + '\n{"kind": "tr')  # cut-off last line
     if finished:
-        (run / "summary.json").write_text(json.dumps({"best_val_cer": min(cers), "best_epoch": cers.index(min(cers)) + 1,
-                                                      "final_val_cer": cers[-1], "final_val_wer": 1.0, "steps": 10 * len(cers),
-                                                      "elapsed_minutes": 1.5, "train_lines_per_sec": 12.0, "parameters": 1000}))
+        (run / "summary.json").write_text(
+            json.dumps(
+                {
+                    "best_val_cer": min(cers),
+                    "best_epoch": cers.index(min(cers)) + 1,
+                    "final_val_cer": cers[-1],
+                    "final_val_wer": 1.0,
+                    "steps": 10 * len(cers),
+                    "elapsed_minutes": 1.5,
+                    "train_lines_per_sec": 12.0,
+                    "parameters": 1000,
+                }
+            )
+        )
     return run
 
 
@@ -72,8 +91,13 @@ def test_missing_path_and_no_runs(tmp_path, capsys):
 
 def test_real_runs_trained_with_wandb_off(tmp_path, capsys):
     for optimizer in ("adam", "rmsprop"):
-        fit(tiny_config(tmp_path / "logs" / optimizer, optim={"optimizer": optimizer, "max_steps": 2, "max_epochs": 1},
-                        run={"group": "real"}))
+        fit(
+            tiny_config(
+                tmp_path / "logs" / optimizer,
+                optim={"optimizer": optimizer, "max_steps": 2, "max_epochs": 1},
+                run={"group": "real"},
+            )
+        )
     plot = tmp_path / "real.png"
     capsys.readouterr()
     assert cr.main([str(tmp_path / "logs"), "--plot", str(plot)]) == 0

@@ -25,9 +25,19 @@ SWEEPS = sorted((REPO / "training" / "sweeps").glob("*.yaml"))
 # Flags appended after the agent's arguments (argparse: the last value wins) to make a trial tiny;
 # only for settings the sweep does not vary, so the sampled values are the ones exercised.
 TINY = {
-    "height": "32", "cnn-channels": ["8", "16"], "feature-dim": "32", "lstm-hidden": "32", "conv-blocks": "1",
-    "lstm-layers": "1", "synthetic-train-lines": "8", "synthetic-val-lines": "4", "batch-size": "4",
-    "max-steps": "2", "max-epochs": "1", "progress": "false", "checkpoint-every": "0",
+    "height": "32",
+    "cnn-channels": ["8", "16"],
+    "feature-dim": "32",
+    "lstm-hidden": "32",
+    "conv-blocks": "1",
+    "lstm-layers": "1",
+    "synthetic-train-lines": "8",
+    "synthetic-val-lines": "4",
+    "batch-size": "4",
+    "max-steps": "2",
+    "max-epochs": "1",
+    "progress": "false",
+    "checkpoint-every": "0",
 }
 
 
@@ -43,7 +53,10 @@ def first_value(spec: dict):
 
 def agent_command(sweep: dict, interpreter: str = "python") -> list[str]:
     """What ``wandb agent`` runs for one trial (see wandb_agent.Agent._command_run)."""
-    command = {"args": {name: {"value": first_value(p)} for name, p in sweep["parameters"].items()}, "program": sweep["program"]}
+    command = {
+        "args": {name: {"value": first_value(p)} for name, p in sweep["parameters"].items()},
+        "program": sweep["program"],
+    }
     sweep_vars = sweep_utils.create_sweep_command_args(command)
     sweep_vars.update(interpreter=[interpreter], program=[command["program"]], env=["/usr/bin/env"])
     out = []
@@ -115,7 +128,10 @@ def test_every_listed_model_setting_is_a_valid_model(path):
     # a grid trial that fails on start-up wastes an agent: every combination of listed model values builds
     sweep = yaml.safe_load(path.read_text())
     model_fields = {f.name for f in fields(ModelConfig)}
-    options = {name.replace("-", "_"): spec.get("values", [spec.get("value")])
-               for name, spec in sweep["parameters"].items() if name.replace("-", "_") in model_fields}
+    options = {
+        name.replace("-", "_"): spec.get("values", [spec.get("value")])
+        for name, spec in sweep["parameters"].items()
+        if name.replace("-", "_") in model_fields
+    }
     for combination in itertools.product(*options.values()):
         ModelConfig(**dict(zip(options, combination)))

@@ -70,12 +70,17 @@ class OfflineRun:
         for r, k in zip(self.records, kinds):
             if k == "config":
                 self.config.update({u.key: json.loads(u.value_json) for u in r.config.update})
-        self.history = [{"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in r.history.item}
-                        for r, k in zip(self.records, kinds) if k == "history"]
+        self.history = [
+            {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in r.history.item}
+            for r, k in zip(self.records, kinds)
+            if k == "history"
+        ]
         self.summary: dict = {}
         for r, k in zip(self.records, kinds):
             if k == "summary":
-                self.summary.update({"/".join(u.nested_key) or u.key: json.loads(u.value_json) for u in r.summary.update})
+                self.summary.update(
+                    {"/".join(u.nested_key) or u.key: json.loads(u.value_json) for u in r.summary.update}
+                )
         self.artifacts = [r.artifact for r, k in zip(self.records, kinds) if k == "artifact"]
 
     def series(self, key: str) -> list:
@@ -100,8 +105,13 @@ def offline_env(tmp_path, monkeypatch):
     for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_SILENT", "WANDB_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
-    for name, sub in (("WANDB_DIR", "wandb-dir"), ("WANDB_DATA_DIR", "data"), ("WANDB_CACHE_DIR", "cache"),
-                      ("WANDB_CONFIG_DIR", "config"), ("WANDB_ARTIFACT_DIR", "artifacts")):
+    for name, sub in (
+        ("WANDB_DIR", "wandb-dir"),
+        ("WANDB_DATA_DIR", "data"),
+        ("WANDB_CACHE_DIR", "cache"),
+        ("WANDB_CONFIG_DIR", "config"),
+        ("WANDB_ARTIFACT_DIR", "artifacts"),
+    ):
         (tmp_path / sub).mkdir()
         monkeypatch.setenv(name, str(tmp_path / sub))
     monkeypatch.setenv("WANDB_PROJECT", "tr-tests")
@@ -125,8 +135,12 @@ class Recorder(Logger):
 @pytest.mark.slow
 def test_training_run_logs_everything_offline(offline_env, capsys):
     recorder = Recorder()
-    config = tiny_config(offline_env / "run", data={"synthetic_train_lines": 8, "synthetic_val_lines": 6},
-                         optim={"batch_size": 4, "max_epochs": 2, "lr": 3e-3}, run={"group": "grp", "wandb": True, "wandb_samples": 4})
+    config = tiny_config(
+        offline_env / "run",
+        data={"synthetic_train_lines": 8, "synthetic_val_lines": 6},
+        optim={"batch_size": 4, "max_epochs": 2, "lr": 3e-3},
+        run={"group": "grp", "wandb": True, "wandb_samples": 4},
+    )
     summary = fit(config, loggers=[WandbLogger(group="grp", num_samples=4), recorder])
 
     err = capsys.readouterr().err
@@ -183,9 +197,18 @@ def test_hooks_upload_only_on_improvement_and_keep_rows(offline_env, tmp_path):
     images = [torch.rand(1, 8, 20), torch.rand(1, 8, 30), torch.rand(1, 8, 10)]
     ckpt = run_dir / "best.pt"
     for epoch, (cer, improved) in enumerate([(0.9, True), (0.95, False), (0.5, True)], 1):
-        samples = [{"reference": f"ref{i}", "prediction": f"pred{i}-{epoch}", "cer": cer, "image": images[i]} for i in range(3)]
-        logger.log_train(epoch * 10, {"epoch": epoch, "loss": 1.0 / epoch, "lr": 1e-3, "grad_norm": 1.0, "lines_per_sec": 5.0})
-        logger.log_val(epoch, epoch * 10, {"val_loss": 1.0, "val_cer": cer, "val_wer": 1.0, "val_n": 3, "best_val_cer": 0.1}, samples)
+        samples = [
+            {"reference": f"ref{i}", "prediction": f"pred{i}-{epoch}", "cer": cer, "image": images[i]} for i in range(3)
+        ]
+        logger.log_train(
+            epoch * 10, {"epoch": epoch, "loss": 1.0 / epoch, "lr": 1e-3, "grad_norm": 1.0, "lines_per_sec": 5.0}
+        )
+        logger.log_val(
+            epoch,
+            epoch * 10,
+            {"val_loss": 1.0, "val_cer": cer, "val_wer": 1.0, "val_n": 3, "best_val_cer": 0.1},
+            samples,
+        )
         ckpt.write_bytes(b"checkpoint %d" % epoch)
         logger.log_checkpoint(ckpt, improved, {"val_cer": cer})
     logger.finish({"best_val_cer": 0.5, "steps": 30})

@@ -34,7 +34,6 @@ import torchvision.transforms.v2 as v2
 import torchvision.transforms.v2.functional as F
 from PIL import Image, ImageFilter
 
-
 __all__ = ["AugmentConfig", "build_augmentation", "LineAugmentation"]
 
 Range = tuple[float, float]
@@ -212,8 +211,15 @@ class SlantRotate(_Op):
         canvas = Image.new("L", (w + 2 * pad_x, h + 2 * pad_y), paper)
         canvas.paste(image, (pad_x, pad_y))
         # torchvision's shear is clockwise-positive on the x axis: negate so that + leans right
-        return F.affine(canvas, angle=-angle, translate=[0.0, 0.0], scale=1.0, shear=[-shear, 0.0],
-                        interpolation=v2.InterpolationMode.BILINEAR, fill=paper)
+        return F.affine(
+            canvas,
+            angle=-angle,
+            translate=[0.0, 0.0],
+            scale=1.0,
+            shear=[-shear, 0.0],
+            interpolation=v2.InterpolationMode.BILINEAR,
+            fill=paper,
+        )
 
 
 class Elastic(_Op):
@@ -259,7 +265,12 @@ class Surroundings(_Op):
 
     def __init__(self, margin_p: float, margin: Range, neighbour_p: float, neighbour_height: Range, generator=None):
         super().__init__(1.0 if (margin_p > 0 or neighbour_p > 0) else 0.0, generator)
-        self.margin_p, self.margin, self.neighbour_p, self.neighbour_height = margin_p, margin, neighbour_p, neighbour_height
+        self.margin_p, self.margin, self.neighbour_p, self.neighbour_height = (
+            margin_p,
+            margin,
+            neighbour_p,
+            neighbour_height,
+        )
 
     def _chance(self, p: float) -> bool:
         return float(torch.rand((), generator=self.generator)) < p
@@ -269,9 +280,12 @@ class Surroundings(_Op):
         return {
             "top": self.uniform(self.margin) if margins else 0.0,
             "bottom": self.uniform(self.margin) if margins else 0.0,
-            "above": self._chance(self.neighbour_p), "below": self._chance(self.neighbour_p),
-            "above_h": self.uniform(self.neighbour_height), "below_h": self.uniform(self.neighbour_height),
-            "above_shift": self.uniform((0.1, 0.9)), "below_shift": self.uniform((0.1, 0.9)),
+            "above": self._chance(self.neighbour_p),
+            "below": self._chance(self.neighbour_p),
+            "above_h": self.uniform(self.neighbour_height),
+            "below_h": self.uniform(self.neighbour_height),
+            "above_shift": self.uniform((0.1, 0.9)),
+            "below_shift": self.uniform((0.1, 0.9)),
         }
 
     def apply(self, image, params):
@@ -284,7 +298,7 @@ class Surroundings(_Op):
         strips = []
         if params["above"]:  # the bottom rows (descenders) of a "line above": this line, shifted
             rows = max(1, round(params["above_h"] * h))
-            strips.append(np.roll(a[h - rows:], round(params["above_shift"] * w), axis=1))
+            strips.append(np.roll(a[h - rows :], round(params["above_shift"] * w), axis=1))
         strips.append(np.full((top, w), paper, dtype=np.uint8))
         strips.append(a)
         strips.append(np.full((bottom, w), paper, dtype=np.uint8))
@@ -302,7 +316,10 @@ class Morphology(_Op):
         self.strength = strength
 
     def draw(self) -> dict:
-        return {"dilate": float(torch.rand((), generator=self.generator)) < 0.5, "strength": self.uniform(self.strength)}
+        return {
+            "dilate": float(torch.rand((), generator=self.generator)) < 0.5,
+            "strength": self.uniform(self.strength),
+        }
 
     def apply(self, image, params):
         a = np.asarray(image)
@@ -334,13 +351,21 @@ class InkAndPaper(_Op):
     def draw(self) -> dict:
         c = self.c
         return {
-            "ink": self._chance(c.ink_p), "ink_level": self.uniform(c.ink_level), "ink_var": self.uniform(c.ink_variation),
-            "paper": self._chance(c.paper_p), "paper_level": self.uniform(c.paper_level),
-            "gradient": self.uniform(c.paper_gradient), "gradient_angle": self.uniform((0.0, 2 * math.pi)),
+            "ink": self._chance(c.ink_p),
+            "ink_level": self.uniform(c.ink_level),
+            "ink_var": self.uniform(c.ink_variation),
+            "paper": self._chance(c.paper_p),
+            "paper_level": self.uniform(c.paper_level),
+            "gradient": self.uniform(c.paper_gradient),
+            "gradient_angle": self.uniform((0.0, 2 * math.pi)),
             "texture": self.uniform(c.paper_texture),
-            "ruled": self._chance(c.ruled_p), "ruled_y": self.uniform((0.72, 0.97)), "ruled_top": self._chance(0.3),
-            "ruled_top_y": self.uniform((0.02, 0.2)), "ruled_tilt": self.uniform((-0.01, 0.01)),
-            "ruled_dark": self.uniform(c.ruled_darkness), "ruled_width": self.uniform(c.ruled_width),
+            "ruled": self._chance(c.ruled_p),
+            "ruled_y": self.uniform((0.72, 0.97)),
+            "ruled_top": self._chance(0.3),
+            "ruled_top_y": self.uniform((0.02, 0.2)),
+            "ruled_tilt": self.uniform((-0.01, 0.01)),
+            "ruled_dark": self.uniform(c.ruled_darkness),
+            "ruled_width": self.uniform(c.ruled_width),
         }
 
     def apply(self, image, params):
@@ -352,8 +377,10 @@ class InkAndPaper(_Op):
         if params["paper"]:
             bg = np.full((h, w), params["paper_level"], dtype=np.float32)
             a = params["gradient_angle"]
-            ramp = (np.linspace(-1, 1, w, dtype=np.float32)[None, :] * math.cos(a)
-                    + np.linspace(-1, 1, h, dtype=np.float32)[:, None] * math.sin(a) * (h / max(w, 1)) * 4)
+            ramp = (
+                np.linspace(-1, 1, w, dtype=np.float32)[None, :] * math.cos(a)
+                + np.linspace(-1, 1, h, dtype=np.float32)[:, None] * math.sin(a) * (h / max(w, 1)) * 4
+            )
             bg += ramp * (params["gradient"] / 2)
             if params["texture"] > 0.5:
                 bg += _smooth_field((h, w), 6.0, self.generator) * params["texture"]
@@ -413,7 +440,10 @@ class Noise(_Op):
 
     def apply(self, image, params):
         rng = np.random.default_rng(params["seed"])  # numpy, not torch: no intra-op threading here
-        a = np.asarray(image, dtype=np.float32) + rng.standard_normal((image.height, image.width), dtype=np.float32) * params["std"]
+        a = (
+            np.asarray(image, dtype=np.float32)
+            + rng.standard_normal((image.height, image.width), dtype=np.float32) * params["std"]
+        )
         return Image.fromarray(np.clip(a + 0.5, 0, 255).astype(np.uint8), mode="L")
 
 

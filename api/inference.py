@@ -1,0 +1,130 @@
+"""Running recognition jobs: queue for a slot in the inference pool, then, in a worker thread,
+decode each image and run the stem (a bad image fails alone, as a per-item error) and one padded
+forward pass over the good ones."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, is_dataclass
+
+import torch
+from fastapi import Request
+
+from api.errors import APIError
+from api.imaging import decode_image, upright_size
+from api.serving import ImageInput, Serving
+
+
+async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], decoder: str | None = None) -> dict:
+    """Queue for a pool slot (503 ``overloaded`` past ``max_queue``), then recognise in a thread."""
+    metrics = request.app.state.metrics
+    if serving.waiting >= serving.settings.max_queue:
+        raise APIError(
+            503,
+            "overloaded",
+            f"{serving.waiting} requests are already waiting for the model; retry later",
+            headers={"Retry-After": "1"},
+        )
+    queued = time.perf_counter()
+    serving.waiting += 1
+    metrics.queue.inc()
+    try:
+        await serving.semaphore.acquire()
+    finally:
+        serving.waiting -= 1
+        metrics.queue.dec()
+    try:
+        queue_s = time.perf_counter() - queued
+        result = await asyncio.get_running_loop().run_in_executor(serving.executor, recognise, serving, inputs, decoder)
+    finally:
+        serving.semaphore.release()
+    metrics.inference.observe(result["inference_s"])
+    metrics.preprocess.observe(result["preprocess_s"])
+    metrics.images.inc(sum(item["prediction"] is not None for item in result["items"]))
+    request.state.image_sizes = [
+        (p["image_width"], p["image_height"]) for p in (item["prediction"] for item in result["items"]) if p is not None
+    ]
+    return {
+        **result,
+        "queue_ms": ms(queue_s),
+        "inference_ms": ms(result["inference_s"]),
+        "preprocess_ms": ms(result["preprocess_s"]),
+    }
+
+
+def recognise(serving: Serving, inputs: list[ImageInput], decoder: str | None = None) -> dict:
+    """Runs in a worker thread: decode each image and run the stem (a bad image fails alone), then
+    one padded forward pass over the good ones. Items come back in input order."""
+    recognizer = serving.recognizer
+    t0 = time.perf_counter()
+    tensors, sizes, good = [], [], []
+    for item in inputs:
+        if item.error is None:
+            try:
+                tensor, size = _prepare(serving, item)
+                tensors.append(tensor)
+                sizes.append(size)
+                good.append(item.index)
+            except APIError as error:
+                item.error = error
+    t1 = time.perf_counter()
+    lines = recognizer.predict_tensors(tensors, sizes, decoder=decoder) if tensors else []
+    t2 = time.perf_counter()
+    predictions = {index: _line(line, size) for index, line, size in zip(good, lines, sizes)}
+    items = [
+        {
+            "index": item.index,
+            "filename": item.filename,
+            "id": item.id,
+            "prediction": predictions.get(item.index),
+            "error": item.error.as_item() if item.error is not None else None,
+        }
+        for item in inputs
+    ]
+    return {"items": items, "preprocess_s": t1 - t0, "inference_s": t2 - t1}
+
+
+def _prepare(serving: Serving, item: ImageInput) -> tuple[torch.Tensor, tuple[int, int]]:
+    s, recognizer = serving.settings, serving.recognizer
+    image = decode_image(item.data or b"", max_pixels=s.max_pixels, max_side=s.max_side, what=item.what)
+    try:
+        width, height = upright_size(image)
+        if round(width * recognizer.height / height) > s.max_side:
+            raise APIError(
+                413,
+                "image_too_large",
+                f"{item.what}: {width}x{height} is too wide for its height: resized "
+                f"to {recognizer.height} px high it would be wider than {s.max_side} pixels",
+            )
+        try:
+            return recognizer.preprocess(image), (width, height)
+        except Exception as error:  # exotic modes, broken EXIF, ...
+            raise APIError(
+                400,
+                "unprocessable_image",
+                f"{item.what}: cannot process this {image.format} image (mode {image.mode}): {error}",
+            ) from None
+    finally:
+        image.close()
+
+
+def _line(line, size: tuple[int, int]) -> dict:
+    """A decoded line as the API returns it; ``words`` when the decoder gives per-word confidences."""
+    result = {
+        "text": line.text,
+        "confidence": min(1.0, max(0.0, float(line.confidence))),
+        "image_width": size[0],
+        "image_height": size[1],
+    }
+    for key in ("words", "chars"):  # {text, confidence, start, end}, x in pixels of the uploaded image
+        spans = getattr(line, key, None)
+        if spans is not None:
+            result[key] = [
+                w.to_dict() if hasattr(w, "to_dict") else asdict(w) if is_dataclass(w) else dict(w) for w in spans
+            ]
+    return result
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)

@@ -1,0 +1,176 @@
+"""Recognition routes: one line, or a batch with one result (or error) per image.
+
+The app puts its access-control dependencies (API keys, rate limit; see ``api/security.py``) in
+front of this router when they are configured. Decoder options (``decoder=``) belong here too.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Query, Request
+
+from api.errors import APIError
+from api.imaging import ALLOWED_TEXT
+from api.inference import ms, run_job
+from api.inputs import batch_images, single_image
+from api.middleware import START_KEY
+from api.schemas import (
+    Base64BatchRequest,
+    Base64ImageRequest,
+    Base64Item,
+    BatchItem,
+    BatchPrediction,
+    ErrorResponse,
+    Prediction,
+)
+from api.serving import ServingDep
+
+router = APIRouter(tags=["recognition"])
+
+_ERRORS = {
+    400: {
+        "model": ErrorResponse,
+        "description": "not an image, truncated or corrupt image, empty file, invalid base64, malformed body",
+    },
+    401: {"model": ErrorResponse, "description": "API keys are configured and the request has no valid key"},
+    413: {
+        "model": ErrorResponse,
+        "description": "body over TEXT_RECOGNIZER_MAX_BODY_BYTES, image over the pixel or "
+        "side limits (or a decompression bomb), too many images",
+    },
+    415: {
+        "model": ErrorResponse,
+        "description": f"an image format other than {ALLOWED_TEXT}, or an unsupported Content-Type",
+    },
+    422: {
+        "model": ErrorResponse,
+        "description": "a required field (file, files, image, images) is missing or of the wrong type",
+    },
+    429: {"model": ErrorResponse, "description": "over TEXT_RECOGNIZER_RATE_LIMIT; see the Retry-After header"},
+    503: {
+        "model": ErrorResponse,
+        "description": "the model is still loading (model_not_ready) or too many requests "
+        "are waiting (overloaded); see the Retry-After header",
+    },
+}
+_BATCH_ERRORS = {k: v for k, v in _ERRORS.items() if k not in (400, 415)} | {
+    415: {"model": ErrorResponse, "description": "a Content-Type other than multipart/form-data or application/json"}
+}
+
+_IMAGE_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "format": "binary", "description": f"one line image ({ALLOWED_TEXT})"}
+                },
+            }
+        },
+        "application/json": {"schema": Base64ImageRequest.model_json_schema()},
+        "image/*": {"schema": {"type": "string", "format": "binary"}},
+    },
+}
+_BATCH_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["files"],
+                "properties": {
+                    "files": {
+                        "type": "array",
+                        "items": {"type": "string", "format": "binary"},
+                        "description": "line images",
+                    }
+                },
+            }
+        },
+        "application/json": {
+            "schema": {  # written out: Pydantic's schema would point into its own $defs
+                "type": "object",
+                "required": ["images"],
+                "properties": {
+                    "images": {
+                        "type": "array",
+                        "minItems": 1,
+                        "description": Base64BatchRequest.model_fields["images"].description,
+                        "items": {"anyOf": [{"type": "string"}, Base64Item.model_json_schema()]},
+                    }
+                },
+                "examples": Base64BatchRequest.model_config["json_schema_extra"]["examples"],
+            }
+        },
+    },
+}
+
+
+def decoder_choice(decoder: str | None, serving) -> str:
+    """``?decoder=greedy|beam``, else the server's ``TEXT_RECOGNIZER_DECODER``; unknown names are a 422."""
+    if decoder is None:
+        return serving.settings.decoder
+    if decoder not in ("greedy", "beam"):
+        raise APIError(422, "unknown_decoder", f"decoder must be 'greedy' or 'beam', got {decoder!r}")
+    return decoder
+
+
+_DECODER_HELP = "greedy or beam (beam search with the model's language model); default: TEXT_RECOGNIZER_DECODER"
+
+
+@router.post("/v1/predict", response_model=Prediction, responses=_ERRORS, openapi_extra={"requestBody": _IMAGE_BODY})
+async def predict(
+    request: Request, serving: ServingDep, decoder: str | None = Query(None, description=_DECODER_HELP)
+) -> Prediction:
+    """Recognise one line: multipart field ``file``, JSON ``{"image": base64 or data URL}``, or a raw image body."""
+    decoder = decoder_choice(decoder, serving)
+    item = await single_image(request)
+    result = await run_job(request, serving, [item], decoder)
+    if item.error is not None:
+        raise item.error
+    return Prediction(
+        **result["items"][0]["prediction"],
+        model_version=serving.provenance.version,
+        elapsed_ms=_elapsed(request),
+        inference_ms=result["inference_ms"],
+        preprocess_ms=result["preprocess_ms"],
+        queue_ms=result["queue_ms"],
+    )
+
+
+@router.post(
+    "/v1/predict/batch",
+    response_model=BatchPrediction,
+    responses=_BATCH_ERRORS,
+    openapi_extra={"requestBody": _BATCH_BODY},
+)
+async def predict_batch(
+    request: Request, serving: ServingDep, decoder: str | None = Query(None, description=_DECODER_HELP)
+) -> BatchPrediction:
+    """Recognise several lines (multipart ``files`` or JSON ``{"images": [...]}``) as one padded batch.
+
+    The answer is 200 whenever the request itself is well formed: each image gets its own result, in
+    request order, with its file name (multipart) or ``id`` (JSON objects) and either a ``prediction``
+    or an ``error`` ({code, detail, status}), so one corrupt image never fails the others.
+    """
+    decoder = decoder_choice(decoder, serving)
+    items = await batch_images(request, serving.settings.max_batch)
+    result = await run_job(request, serving, items, decoder)
+    for item in items:
+        if item.error is not None:  # a single request's error is counted by the error handler
+            request.app.state.metrics.rejected.labels(item.error.code).inc()
+    return BatchPrediction(
+        results=[BatchItem(**item) for item in result["items"]],
+        model_version=serving.provenance.version,
+        elapsed_ms=_elapsed(request),
+        inference_ms=result["inference_ms"],
+        preprocess_ms=result["preprocess_ms"],
+        queue_ms=result["queue_ms"],
+    )
+
+
+def _elapsed(request: Request) -> float:
+    return ms(time.perf_counter() - request.scope.get(START_KEY, time.perf_counter()))
