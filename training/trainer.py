@@ -22,11 +22,14 @@ had; the time budget, the schedule and the best-model tracking live in its count
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import random
+import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -820,25 +823,46 @@ def finish_run(run: Run, stop_reason: str) -> dict:
     return summary
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Treat SIGTERM like Ctrl-C while training: schedulers, ``timeout`` and ``docker stop`` send it,
+    and a run stopped that way must save ``last.pt`` like an interrupted one. Only the main thread
+    can install signal handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Codec | None = None) -> dict:
     """Train a model as ``config`` says; return the summary (also written to ``summary.json``).
 
-    Validation runs every ``--val-every`` epochs and whenever training stops; Ctrl-C saves ``last.pt``.
+    Validation runs every ``--val-every`` epochs and whenever training stops; Ctrl-C or SIGTERM
+    saves ``last.pt``.
     """
     run = set_up_run(config, loggers, codec)
     config, state = run.config, run.state
     run.start_time = time.monotonic() - state.elapsed
     stop = stop_reason(config, state)  # a resumed run may have nothing left to do
-    try:
-        while not stop:
-            stop = train_one_epoch(run)
-            if stop or state.epoch >= config.optim.max_epochs or state.epoch % config.run.val_every == 0:
-                validate_and_checkpoint(run)
-            else:
-                save_last(run)
-            stop = stop or stop_reason(config, state)
-    except KeyboardInterrupt:
-        save_last(run)
-        stop = "interrupted"
-        print(f"interrupted at step {state.step}; resume with --resume --run-dir {run.run_dir}")
+    with sigterm_as_interrupt():
+        try:
+            while not stop:
+                stop = train_one_epoch(run)
+                if stop or state.epoch >= config.optim.max_epochs or state.epoch % config.run.val_every == 0:
+                    validate_and_checkpoint(run)
+                else:
+                    save_last(run)
+                stop = stop or stop_reason(config, state)
+        except KeyboardInterrupt:
+            save_last(run)
+            stop = "interrupted"
+            print(f"interrupted at step {state.step}; resume with --resume --run-dir {run.run_dir}")
     return finish_run(run, stop)

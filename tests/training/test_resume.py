@@ -5,7 +5,9 @@ is never rewritten. Runs made before the checkpoint bundle (format 1) resume too
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from PIL import Image, ImageDraw
 from text_recognizer.checkpoint import FORMAT_VERSION, load_checkpoint
 from text_recognizer.codec import Codec
 from training.config import RESUME_OVERRIDE_FLAGS, config_from_args
+from training.loggers import Logger
 from training.run_experiment import build_parser, main
 from training.trainer import OVERRIDES_FILE, TrainingError, fit
 
@@ -169,3 +172,25 @@ def test_a_format_1_run_resumes_and_keeps_its_config_json(tmp_path):
         "--max-epochs": {"field": "optim.max_epochs", "saved": 6, "given": 7},
         "--max-steps": {"field": "optim.max_steps", "saved": 0, "given": 194},
     }
+
+
+class SigtermAtStep(Logger):
+    """Sends this process SIGTERM after a given step, as a scheduler or ``timeout`` would."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def log_train(self, step, metrics):
+        if step == self.step:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_sigterm_saves_last_and_the_run_resumes(folder, tmp_path):
+    run_dir = tmp_path / "run"
+    config = config_from_args(build_parser().parse_args(_flags(folder, run_dir)), Codec().num_classes)
+    summary = fit(config, loggers=[SigtermAtStep(2)])
+    assert summary["stop_reason"] == "interrupted" and summary["steps"] == 2
+    assert load_checkpoint(run_dir / "last.pt").train_state["counters"]["step"] == 2
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is removed after training
+    assert main([*_flags(folder, run_dir)[-2:], "--resume"]) == 0
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 4
