@@ -19,6 +19,7 @@ from PIL import Image
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.decode import DecodedLine, collapse
 from text_recognizer.data.folder import open_image
+from text_recognizer.data.lines import pad_lines, width_sorted_chunks
 from text_recognizer.export import METADATA_KEY
 from text_recognizer.stem import preprocess
 
@@ -73,14 +74,10 @@ class OnnxLineRecognizer:
     def predict_tensors(self, lines: Sequence[torch.Tensor]) -> list[DecodedLine]:
         """Decode preprocessed ``(1, H, W)`` lines, batched by similar width, results in input order."""
         results: list[DecodedLine | None] = [None] * len(lines)
-        order = sorted(range(len(lines)), key=lambda i: lines[i].shape[-1])
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            widths = np.array([lines[i].shape[-1] for i in chunk], dtype=np.int64)
-            batch = np.zeros((len(chunk), 1, self.height, max(int(widths.max()), self.window_width)), np.float32)
-            for row, i in enumerate(chunk):
-                batch[row, :, :, : widths[row]] = lines[i].numpy()
-            log_probs, frames = self.session.run(None, {"images": batch, "widths": widths})
+        for chunk in width_sorted_chunks([line.shape[-1] for line in lines], self.batch_size):
+            batch, widths = pad_lines([lines[i] for i in chunk], min_width=self.window_width)  # (B, 1, H, W), (B,)
+            feeds = {"images": batch.numpy(), "widths": widths.numpy().astype(np.int64)}
+            log_probs, frames = self.session.run(None, feeds)
             decoded = greedy_decode(log_probs, frames, self.codec, self.metadata.get("collapse_repeats", True))
             for i, line in zip(chunk, decoded):
                 results[i] = line

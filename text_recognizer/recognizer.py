@@ -23,6 +23,7 @@ from text_recognizer.ctc.decode import DecodedLine, ctc_decode
 from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder, add_decoder_arguments, decoder_kwargs
 from text_recognizer.ctc.lm import LanguageModelError, decoder_bundle_for, load_bundle
 from text_recognizer.data.folder import open_image
+from text_recognizer.data.lines import pad_lines, width_sorted_chunks
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -144,13 +145,8 @@ class LineRecognizer:
         if image_sizes is not None and len(image_sizes) != len(lines):
             raise ValueError(f"image_sizes has {len(image_sizes)} entries for {len(lines)} lines")
         results: list[DecodedLine | None] = [None] * len(lines)
-        order = sorted(range(len(lines)), key=lambda i: lines[i].shape[-1])
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            widths = torch.tensor([lines[i].shape[-1] for i in chunk])
-            batch = torch.zeros(len(chunk), 1, self.config.height, int(widths.max()))
-            for row, i in enumerate(chunk):
-                batch[row, :, :, : lines[i].shape[-1]] = lines[i]
+        for chunk in width_sorted_chunks([line.shape[-1] for line in lines], self.batch_size):
+            batch, widths = pad_lines([lines[i] for i in chunk])  # (B, 1, H, W), (B,)
             logits = self.model(batch.to(self.device), widths)  # (B, T, C)
             frames = self.model.output_lengths(widths)
             if self.loss != "ctc":  # per-window (NLL) baseline: every frame is a character

@@ -12,7 +12,15 @@ from torch.utils.data import DataLoader
 
 from text_recognizer.codec import Codec, UnknownCharacterError
 from text_recognizer.data.folder import FolderLines
-from text_recognizer.data.lines import EncodedLines, LineBatch, LineSample, MappedLines, collate_lines
+from text_recognizer.data.lines import (
+    EncodedLines,
+    LineBatch,
+    LineSample,
+    MappedLines,
+    collate_lines,
+    pad_lines,
+    width_sorted_chunks,
+)
 from text_recognizer.data.synthetic import render_line
 from text_recognizer.stem import preprocess
 
@@ -132,3 +140,20 @@ def test_folder_to_dataloader(tmp_path: Path, pairs) -> None:
     assert [b.texts for b in batches] == [TEXTS[:2], TEXTS[2:]]
     assert batches[0].images.shape[:3] == (2, 1, HEIGHT)
     assert batches[0].target_lengths.tolist() == [len(TEXTS[0]), len(TEXTS[1])]
+
+
+def test_width_sorted_chunks_cover_every_line_once_in_width_order() -> None:
+    widths = [50, 10, 40, 10, 30]
+    chunks = width_sorted_chunks(widths, 2)
+    assert chunks == [[1, 3], [4, 2], [0]]
+    assert sorted(i for chunk in chunks for i in chunk) == list(range(len(widths)))
+    with pytest.raises(ValueError, match="batch_size"):
+        width_sorted_chunks(widths, 0)
+
+
+def test_pad_lines_pads_with_blank_paper_and_keeps_each_line() -> None:
+    lines = [torch.rand(1, 8, 5), torch.rand(1, 8, 3)]
+    batch, widths = pad_lines(lines, min_width=7)
+    assert batch.shape == (2, 1, 8, 7) and widths.tolist() == [5, 3]
+    assert torch.equal(batch[0, :, :, :5], lines[0]) and torch.equal(batch[1, :, :, :3], lines[1])
+    assert batch[1, :, :, 3:].abs().sum() == 0 and batch[0, :, :, 5:].abs().sum() == 0

@@ -91,3 +91,25 @@ def collate_lines(samples: Sequence[LineSample]) -> LineBatch:
         images[i, :, :, : sample.image.shape[2]] = sample.image
         targets[i, : len(sample.ids)] = sample.ids
     return LineBatch(images, widths, targets, lengths, [s.text for s in samples])
+
+
+def width_sorted_chunks(widths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices of lines grouped ``batch_size`` at a time in order of width, so each inference batch
+    pads little; callers put the results back in input order."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    order = sorted(range(len(widths)), key=widths.__getitem__)
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def pad_lines(lines: Sequence[torch.Tensor], min_width: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(1, H, W_i)`` stem outputs -> a zero-padded ``(B, 1, H, max W_i)`` batch and its widths ``(B,)``.
+
+    Zero is blank paper in the stem's ink-high convention, so padding adds no ink; ``min_width``
+    widens the batch for models that need at least one window.
+    """
+    widths = torch.tensor([line.shape[-1] for line in lines])  # (B,)
+    batch = torch.zeros(len(lines), 1, lines[0].shape[-2], max(int(widths.max()), min_width))  # (B, 1, H, W)
+    for row, line in enumerate(lines):
+        batch[row, :, :, : line.shape[-1]] = line
+    return batch, widths
