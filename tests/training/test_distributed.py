@@ -1,0 +1,86 @@
+"""Training under ``torchrun`` (DistributedDataParallel, gloo on the CPU): real processes, no mocks.
+
+Two processes train a tiny model on a folder dataset; rank 0 alone writes one set of checkpoints and a
+summary recording the world size; the checkpoint loads in ``LineRecognizer``; a single process resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from text_recognizer.checkpoint import load_checkpoint
+from text_recognizer.recognizer import LineRecognizer
+from training import distributed
+from training.evaluate import evaluate_folder
+from training.run_experiment import main
+
+from .helpers import TINY_FLAGS
+
+ROOT = Path(__file__).parents[2]
+TEXTS = ["a cat sat", "on the mat", "red fox", "big dog ran", "sun and sea", "one two", "hello there", "we go home"]
+
+
+def _folder(root: Path) -> Path:
+    rows = ["file\ttext"]
+    for i, text in enumerate(TEXTS * 2):
+        image = Image.new("L", (12 * len(text) + 16, 40), 255)
+        ImageDraw.Draw(image).text((8, 12), text, fill=0)
+        image.save(root / f"line_{i}.png")
+        rows.append(f"line_{i}.png\t{text}")
+    (root / "labels.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+def _flags(folder: Path, run_dir: Path, epochs: int) -> list[str]:
+    return [*TINY_FLAGS, "--data", str(folder), "--val-data", str(folder), "--batch-size", "2",
+            "--max-epochs", str(epochs), "--warmup-steps", "1", "--num-workers", "0", "--device", "cpu",
+            "--run-dir", str(run_dir)]
+
+
+def test_shard_batches_alone_is_identity():
+    assert distributed.world_size() == 1 and not distributed.active()
+    assert distributed.shard_batches([3, 1, 2], 2) == [3, 1, 2]
+    assert distributed.sum_all([1.0, 2.0]) == [1.0, 2.0] and distributed.broadcast("x") == "x"
+
+
+@pytest.mark.slow
+def test_two_process_run_then_single_process_resume(tmp_path):
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+               str(ROOT / "training" / "run_experiment.py"), *_flags(folder, run_dir, 1)]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    assert {p.name for p in run_dir.iterdir()} >= {"last.pt", "best.pt", "summary.json", "metrics.jsonl"}
+    assert not (tmp_path / "training").exists()  # both ranks used rank 0's --run-dir: one run directory
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["global_batch_size"] == 4
+    assert summary["steps"] == 4  # 16 lines / batch 2 = 8 batches, 4 per process
+    assert summary["epochs"] == 1
+    last = load_checkpoint(run_dir / "last.pt", map_location="cpu")
+    assert last.train_state["counters"]["world_size"] == 2
+    assert all(not k.startswith("module.") for k in last.model_state)
+    assert len(LineRecognizer(str(run_dir / "best.pt")).predict([folder / "line_0.png"])) == 1
+    val_lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    val = [r for r in val_lines if r.get("val_n") is not None]
+    assert val and val[-1]["val_n"] == 16  # the whole val set, not one shard
+    # the figures reduced over the ranks are those of one process evaluating the same checkpoint
+    alone = evaluate_folder(LineRecognizer(str(run_dir / "last.pt")), folder)
+    assert val[-1]["val_cer"] == pytest.approx(alone["cer"], abs=1e-9)
+
+    # resume in one process: continues from epoch 1 to 2 with a global batch of 2
+    assert main([*_flags(folder, run_dir, 2), "--resume"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["world_size"] == 1 and summary["epochs"] == 2
+    assert summary["steps"] == 4 + 8
+    assert load_checkpoint(run_dir / "last.pt", map_location="cpu").train_state["counters"]["world_size"] == 1
