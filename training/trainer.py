@@ -76,6 +76,21 @@ class TrainingError(RuntimeError):
     """Training cannot continue (non-finite loss, bad resume state, ...)."""
 
 
+def check_precision(precision: str, device: torch.device) -> None:
+    """Refuse a ``--precision`` the device cannot train in (``ValueError`` naming the alternatives)."""
+    if precision == "16-mixed" and device.type != "cuda":
+        raise ValueError(f"--precision 16-mixed needs a CUDA device (float16 autocast with a gradient scaler); "
+                         f"on {device.type} use --precision 32 (the default) or bf16")
+
+
+def autocast(precision: str, device: torch.device):
+    """The autocast context of ``--precision`` (a no-op for 32)."""
+    if precision == "32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -449,6 +464,7 @@ class Run:
     start_time: float = 0.0  # time.monotonic() at which this run's elapsed time would have been 0
     last_loss: float = float("nan")
     train_model: torch.nn.Module | None = None  # the model in DistributedDataParallel under torchrun, else model
+    scaler: torch.amp.GradScaler | None = None  # --precision 16-mixed: loss scaling against float16 underflow
 
     @property
     def num_params(self) -> int:
@@ -464,6 +480,7 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     device = distributed.setup(resolve_device(config.run.device))  # joins the process group under torchrun
     if config.run.loss == "ctc":
         resolve_impl(config.run.ctc_impl, device)  # fail early on an impossible choice
+    check_precision(config.run.precision, device)
     run_dir = Path(distributed.broadcast(str(run_directory(config))))  # rank 0's name (it holds a timestamp)
     resume, overrides = _check_resume(run_dir, config, codec) if config.run.resume else (None, {})
     if resume is None and (run_dir / "last.pt").exists():
@@ -490,7 +507,8 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     names = interctc.metric_names(model) if interctc is not None else {}
     run = Run(config, run_dir, device, codec, datasets, data, model, optimizer, scheduler, interctc, loggers, guard,
               state, git_rev=_git_revision(), interctc_names=names,
-              train_model=distributed.wrap(model, device, find_unused=config.model.stochastic_depth > 0))
+              train_model=distributed.wrap(model, device, find_unused=config.model.stochastic_depth > 0),
+              scaler=torch.amp.GradScaler(device.type) if config.run.precision == "16-mixed" else None)
     if resume is not None:
         _restore(run, resume, overrides)
     elif config.run.init_from:
@@ -566,6 +584,8 @@ def _restore(run: Run, bundle: Checkpoint, overrides: dict) -> None:
     run.model.load_state_dict(bundle.model_state)
     run.optimizer.load_state_dict(train_state["optimizer_state"])
     run.scheduler.load_state_dict(train_state["scheduler_state"])
+    if run.scaler is not None and train_state.get("scaler_state"):
+        run.scaler.load_state_dict(train_state["scaler_state"])
     vars(run.state).update(train_state["counters"])  # in place: the schedule's time budget reads this object
     _set_rng_state(train_state["rng"], run.device)
     saved_world, world = run.state.world_size, distributed.world_size()
@@ -632,6 +652,7 @@ def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: boo
             "scheduler_state": run.scheduler.state_dict(),
             "counters": dataclasses.asdict(state),
             "rng": _rng_state(run.device),
+            **({"scaler_state": run.scaler.state_dict()} if run.scaler is not None else {}),
         }
     return Checkpoint(
         model_config=config.model,
@@ -683,7 +704,10 @@ def train_one_step(run: Run, batch) -> float | None:
     step_start = time.monotonic()
     batch = batch.to(run.device)
     run.guard.before_step(model, _rng_state(run.device))
-    loss, info = compute_loss(run.train_model or model, batch, config.run.loss, config.run.ctc_impl, run.interctc)
+    with autocast(config.run.precision, run.device):
+        loss, info = compute_loss(run.train_model or model, batch, config.run.loss, config.run.ctc_impl, run.interctc)
+    loss = loss.float()
+    scaler = run.scaler
     run.optimizer.zero_grad(set_to_none=True)
     grad_norm = None
     finite = bool(torch.isfinite(loss))
@@ -692,15 +716,30 @@ def train_one_step(run: Run, batch) -> float | None:
         finite = finite == 0
         info = {**info, "used": int(used), "infeasible": int(infeasible)}  # over all ranks
     if finite:  # a non-finite loss is not back-propagated; the guard skips the step
-        loss.backward()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(run.optimizer)
+        else:
+            loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip or float("inf"))
     problem = run.guard.check(model, loss, grad_norm)  # None, or why the step must be skipped
     if distributed.any_rank(problem is not None) and problem is None:  # another rank's bad step: skip it here too
         problem = Problem(float(loss.detach()), True, float(grad_norm) if grad_norm is not None else None,
                           ["(a bad step on another process)"])
+    if scaler is not None and finite and problem is not None and problem.loss_finite:
+        # float16 gradient overflow: the scaler skips this step and lowers its scale; not a bad step
+        scaler.step(run.optimizer)  # skips the update (inf gradients found by unscale_)
+        scaler.update()
+        state.step += 1
+        state.batch_in_epoch += 1
+        return None
     if problem is None:
         run.guard.good_step()
-        run.optimizer.step()
+        if scaler is not None:
+            scaler.step(run.optimizer)
+            scaler.update()
+        else:
+            run.optimizer.step()
         run.scheduler.step()
     state.step += 1
     state.batch_in_epoch += 1

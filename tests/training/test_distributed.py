@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from PIL import Image, ImageDraw
 
 from text_recognizer.checkpoint import load_checkpoint
@@ -84,3 +85,20 @@ def test_two_process_run_then_single_process_resume(tmp_path):
     assert summary["world_size"] == 1 and summary["epochs"] == 2
     assert summary["steps"] == 4 + 8
     assert load_checkpoint(run_dir / "last.pt", map_location="cpu").train_state["counters"]["world_size"] == 1
+
+
+def test_precision_bf16_trains_on_cpu_and_16_mixed_is_refused(tmp_path, capsys):
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    flags = [*_flags(folder, tmp_path / "bf16", 1), "--max-steps", "2"]
+    assert main([*flags, "--precision", "bf16"]) == 0
+    summary = json.loads((tmp_path / "bf16" / "summary.json").read_text())
+    assert summary["steps"] == 2 and summary["best_val_cer"] is not None
+    state = load_checkpoint(tmp_path / "bf16" / "last.pt", map_location="cpu").model_state
+    assert all(v.dtype != torch.bfloat16 for v in state.values())  # weights stay float32
+    # precision may change on resume (weights are float32 either way)
+    assert main([*_flags(folder, tmp_path / "bf16", 1), "--max-steps", "3", "--precision", "32", "--resume"]) == 0
+    capsys.readouterr()
+    assert main([*_flags(folder, tmp_path / "fp16", 1), "--precision", "16-mixed"]) == 2
+    assert "--precision 16-mixed needs a CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "fp16").exists()  # refused before anything was written
