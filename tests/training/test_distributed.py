@@ -52,7 +52,7 @@ def test_shard_batches_alone_is_identity():
 
 
 @pytest.mark.slow
-def test_two_process_run_then_single_process_resume(tmp_path):
+def test_two_process_run_resumed_on_one_then_two(tmp_path):
     (tmp_path / "data").mkdir()
     folder = _folder(tmp_path / "data")
     run_dir = tmp_path / "run"
@@ -85,6 +85,14 @@ def test_two_process_run_then_single_process_resume(tmp_path):
     assert summary["world_size"] == 1 and summary["epochs"] == 2
     assert summary["steps"] == 4 + 8
     assert load_checkpoint(run_dir / "last.pt", map_location="cpu").train_state["counters"]["world_size"] == 1
+
+    # and back to two processes: resumes at epoch 2, runs epoch 3 with 4 steps per process
+    command = [*command[:6], str(ROOT / "training" / "run_experiment.py"), *_flags(folder, run_dir, 3), "--resume"]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["epochs"] == 3 and summary["steps"] == 4 + 8 + 4
+    assert len((run_dir / "config_overrides.jsonl").read_text().splitlines()) == 2  # one line per resume, rank 0's
 
 
 def test_precision_bf16_trains_on_cpu_and_16_mixed_is_refused(tmp_path, capsys):
