@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         distributed.teardown()
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0
     best = summary["best_val_cer"]
     print(f"model: {summary['best_checkpoint']}")
     print(f"val CER: {best:.4f}" if best is not None else "val CER: n/a (no validation ran)")

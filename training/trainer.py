@@ -935,6 +935,9 @@ def finish_run(run: Run, stop_reason: str) -> dict:
     return summary
 
 
+_SIGTERM_RECEIVED = threading.Event()  # under torchrun a stopping peer can break a collective before ours arrives
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """Treat SIGTERM like Ctrl-C while training: schedulers, ``timeout`` and ``docker stop`` send it,
@@ -945,6 +948,7 @@ def sigterm_as_interrupt():
         return
 
     def interrupt(signum, frame):
+        _SIGTERM_RECEIVED.set()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)
@@ -973,7 +977,11 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
                 else:
                     save_last(run)
                 stop = stop or stop_reason(config, state)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, RuntimeError) as error:
+            # under torchrun SIGTERM reaches every rank; one inside a collective sees its peer leave as an error
+            stopped_peer = isinstance(error, RuntimeError) and distributed.active() and _SIGTERM_RECEIVED.is_set()
+            if not isinstance(error, KeyboardInterrupt) and not stopped_peer:
+                raise
             save_last(run)
             stop = "interrupted"
             print(f"interrupted at step {state.step}; resume with --resume --run-dir {run.run_dir}")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,27 @@ def test_precision_bf16_trains_on_cpu_and_16_mixed_is_refused(tmp_path, capsys):
     assert main([*_flags(folder, tmp_path / "fp16", 1), "--precision", "16-mixed"]) == 2
     assert "--precision 16-mixed needs a CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "fp16").exists()  # refused before anything was written
+
+
+@pytest.mark.slow
+def test_sigterm_to_torchrun_stops_every_rank_with_a_resumable_checkpoint(tmp_path):
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+               str(ROOT / "training" / "run_experiment.py"), *_flags(folder, run_dir, 500)]
+    launcher = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+    metrics = run_dir / "metrics.jsonl"
+    while not (metrics.exists() and len(metrics.read_text().splitlines()) > 6) and launcher.poll() is None:
+        time.sleep(0.1)
+    launcher.send_signal(signal.SIGTERM)  # what a scheduler sends; torchrun passes it to every rank
+    out, _ = launcher.communicate(timeout=300)
+    assert out.count("interrupted at step") == 2, out[-3000:]  # both ranks stopped
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "interrupted"
+    step = load_checkpoint(run_dir / "last.pt", map_location="cpu").train_state["counters"]["step"]
+    assert step == summary["steps"] > 0
+    assert main([*_flags(folder, run_dir, 500), "--max-steps", str(step + 2), "--resume"]) == 0
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == step + 2
