@@ -136,3 +136,33 @@ def test_sigterm_to_torchrun_stops_every_rank_with_a_resumable_checkpoint(tmp_pa
     assert step == summary["steps"] > 0
     assert main([*_flags(folder, run_dir, 500), "--max-steps", str(step + 2), "--resume"]) == 0
     assert json.loads((run_dir / "summary.json").read_text())["steps"] == step + 2
+
+
+def _torchrun(tmp_path: Path, flags: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+               str(ROOT / "training" / "run_experiment.py"), *flags]
+    return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_two_processes_with_interctc_and_stochastic_depth(tmp_path):
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    flags = [*_flags(folder, tmp_path / "run", 1), "--lstm-layers", "2", "--interctc-layers", "2",
+             "--interctc-weights", "0.3", "--stochastic-depth", "0.5"]
+    done = _torchrun(tmp_path, flags)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    val = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert any(k.startswith("val_interctc_") and k.endswith("_cer") for r in val for k in r)  # reduced too
+
+
+@pytest.mark.slow
+def test_more_processes_than_batches_is_refused_on_every_rank(tmp_path):
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    flags = [*_flags(folder, tmp_path / "run", 1), "--batch-size", "16"]  # 16 lines: one batch for two processes
+    done = _torchrun(tmp_path, flags)
+    assert done.returncode != 0
+    assert done.stderr.count("fewer than the 2 processes") == 2, done.stderr[-3000:]  # each rank says why
+    assert not (tmp_path / "run" / "last.pt").exists()
