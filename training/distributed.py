@@ -115,16 +115,17 @@ def wrap(model: torch.nn.Module, device: torch.device, find_unused: bool) -> tor
     return DDP(model, device_ids=ids, find_unused_parameters=find_unused)
 
 
-def shard_batches(order: list[int], batch_size: int) -> list[int]:
+def shard_batches(order: list[int], batch_size: int, rank_: int | None = None, world: int | None = None) -> list[int]:
     """This rank's share of an epoch's item ``order``, cut into ``batch_size`` batches as a loader would:
     batch ``rank``, ``rank + world``, ... of the first ``world * (batches // world)`` batches (the
     remainder is dropped so that every rank runs the same number of steps). After ``k`` steps the ranks
     together have trained exactly the first ``k * world`` batches of the epoch, whatever the world size.
     """
-    n = world_size()
+    n = world_size() if world is None else world
     if n == 1:
         return order
+    me = rank() if rank_ is None else rank_
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     per_rank = len(batches) // n
-    mine = batches[rank() : per_rank * n : n]
+    mine = batches[me : per_rank * n : n]
     return [index for batch in mine for index in batch]

@@ -711,9 +711,12 @@ def train_one_step(run: Run, batch) -> float | None:
     run.optimizer.zero_grad(set_to_none=True)
     grad_norm = None
     finite = bool(torch.isfinite(loss))
+    mean_loss = float("nan")
     if distributed.world_size() > 1:  # backward all-reduces gradients: every rank runs it, or none does
-        finite, used, infeasible = distributed.sum_all([float(not finite), info["used"], info["infeasible"]])
-        finite = finite == 0
+        summed = [float(not finite), info["used"], info["infeasible"], float(loss.detach()) if finite else 0.0]
+        bad, used, infeasible, loss_sum = distributed.sum_all(summed)
+        finite = bad == 0
+        mean_loss = loss_sum / distributed.world_size()  # the global batch's loss (gradients are averaged too)
         info = {**info, "used": int(used), "infeasible": int(infeasible)}  # over all ranks
     if finite:  # a non-finite loss is not back-propagated; the guard skips the step
         if scaler is not None:
@@ -751,7 +754,7 @@ def train_one_step(run: Run, batch) -> float | None:
     seconds = time.monotonic() - step_start
     state.train_seconds += seconds
     state.elapsed = _synced_elapsed(run)
-    run.last_loss = float(loss.detach())
+    run.last_loss = mean_loss if distributed.world_size() > 1 else float(loss.detach())
     metrics = {
         "epoch": state.epoch + 1,
         "loss": run.last_loss,
