@@ -18,6 +18,12 @@ changed, as ``{"--max-minutes": {"field": "optim.max_minutes", "saved": 60, "giv
 and ``summary.json``. Data order is a pure function of (seed, epoch), so a run resumed
 from ``last.pt`` continues with exactly the batches, random state and optimiser state it would have
 had; the time budget, the schedule and the best-model tracking live in its counters.
+
+Under ``torchrun`` (``training/distributed.py``) every process runs these same functions on its shard of
+each epoch's batches with the model in DistributedDataParallel (``Run.train_model``); ``Run.model`` stays
+the bare model (what checkpoints hold). Rank 0 alone writes files and logs; the bad-step decision, the
+time budget (rank 0's clock) and the validation figures (summed over all shards) are shared, so the
+processes stay in lockstep and stop together.
 """
 
 from __future__ import annotations
