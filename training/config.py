@@ -25,6 +25,7 @@ OPTIMIZERS = ("rmsprop", "adam", "adamw")
 SCHEDULES = ("none", "cosine", "onecycle")
 LOSSES = ("ctc", "nll")
 CTC_IMPLS = ("auto", "triton", "torch")
+PRECISIONS = ("32", "bf16", "16-mixed")
 DEVICES_HELP = "auto (cuda when available, else cpu), cpu, cuda, cuda:N"
 
 
@@ -142,6 +143,10 @@ class RunConfig:
         "ctc, or nll: the per-window cross-entropy baseline"
     ), "choices": LOSSES})
     ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
+    precision: str = field(default="32", metadata={"help": (
+        "training precision: 32 (float32), bf16 (autocast to bfloat16; CUDA or CPU) or 16-mixed (autocast to "
+        "float16 with a gradient scaler; CUDA only). Weights, optimiser state and validation stay float32"
+    ), "choices": PRECISIONS})
     overfit_batches: int = field(default=0, metadata={"help": (
         "train and validate on the first N training batches only (debugging)"
     )})
@@ -332,7 +337,7 @@ def with_flags(config: ExperimentConfig, flags: dict[str, Any]) -> ExperimentCon
 RESUME_OVERRIDES = (
     "optim.max_minutes", "optim.max_epochs", "optim.max_steps",
     "run.progress", "run.wandb", "run.wandb_project", "run.wandb_samples", "run.group",
-    "data.num_workers", "run.device", "run.ctc_impl", "run.checkpoint_every",
+    "data.num_workers", "run.device", "run.ctc_impl", "run.checkpoint_every", "run.precision",
 )
 #: Which run to continue, not how it trains: never compared.
 _RUN_IDENTITY = ("run.resume", "run.run_dir", "run.name")

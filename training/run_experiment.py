@@ -7,6 +7,9 @@
     python training/run_experiment.py --help                # every flag, grouped, with defaults
     python training/run_experiment.py --resume --run-dir DIR [--max-minutes N ...]   # continue a run
 
+Under ``torchrun --nproc-per-node N training/run_experiment.py ...`` it trains with DistributedDataParallel
+(README, "Scaling out").
+
 ``--resume`` continues the run in DIR with the configuration saved in its ``last.pt``; only the flags in
 ``training.config.RESUME_OVERRIDES`` (budgets, logging, workers, device) may be given with other values,
 and each resume's changes are appended to ``DIR/config_overrides.jsonl``.
@@ -15,6 +18,7 @@ and each resume's changes are appended to ``DIR/config_overrides.jsonl``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from text_recognizer.checkpoint import CheckpointError
@@ -22,6 +26,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.checks import DataCheckError
 from text_recognizer.data.download import DownloadError
 from text_recognizer.data.folder import DatasetFormatError
+from training import distributed
 from training.alphabet import resolve_alphabet, with_alphabet
 from training.config import add_config_arguments, config_from_args, with_flags
 from training.trainer import TrainingError, fit, run_directory, saved_config
@@ -49,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             print(alphabet.summary())
             codec, config = alphabet.codec, with_alphabet(config, alphabet.codec)
         loggers = []
-        if config.run.wandb:
+        if config.run.wandb and int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 logs
             from training.wandb_logger import WandbLogger
 
             loggers.append(
@@ -61,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError, DownloadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    finally:
+        distributed.teardown()
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0
     best = summary["best_val_cer"]
     print(f"model: {summary['best_checkpoint']}")
     print(f"val CER: {best:.4f}" if best is not None else "val CER: n/a (no validation ran)")

@@ -18,6 +18,12 @@ changed, as ``{"--max-minutes": {"field": "optim.max_minutes", "saved": 60, "giv
 and ``summary.json``. Data order is a pure function of (seed, epoch), so a run resumed
 from ``last.pt`` continues with exactly the batches, random state and optimiser state it would have
 had; the time budget, the schedule and the best-model tracking live in its counters.
+
+Under ``torchrun`` (``training/distributed.py``) every process runs these same functions on its shard of
+each epoch's batches with the model in DistributedDataParallel (``Run.train_model``); ``Run.model`` stays
+the bare model (what checkpoints hold). Rank 0 alone writes files and logs; the bad-step decision, the
+time budget (rank 0's clock) and the validation figures (summed over all shards) are shared, so the
+processes stay in lockstep and stop together.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from text_recognizer.data.checks import report_table
 from text_recognizer.data.lines import collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
+from training import distributed
 from training.alphabet import remap_output_rows
 from training.batching import bucketed_order, line_aspects
 from training.compare_runs import OVERRIDES_FILE
@@ -73,6 +80,21 @@ COLLAPSE_PROBE_LINES = 32  # validation lines whose frames per needed frame the 
 
 class TrainingError(RuntimeError):
     """Training cannot continue (non-finite loss, bad resume state, ...)."""
+
+
+def check_precision(precision: str, device: torch.device) -> None:
+    """Refuse a ``--precision`` the device cannot train in (``ValueError`` naming the alternatives)."""
+    if precision == "16-mixed" and device.type != "cuda":
+        raise ValueError(f"--precision 16-mixed needs a CUDA device (float16 autocast with a gradient scaler); "
+                         f"on {device.type} use --precision 32 (the default) or bf16")
+
+
+def autocast(precision: str, device: torch.device):
+    """The autocast context of ``--precision`` (a no-op for 32)."""
+    if precision == "32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.type, dtype=dtype)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -121,10 +143,11 @@ class EpochSampler(Sampler[int]):
                 order = bucketed_order(order, self.widths, self.batch_size, self.chunk_batches, generator)
         else:
             order = list(range(self.size))
+        order = distributed.shard_batches(order, self.batch_size)  # this rank's batches (all of them when alone)
         return iter(order[self.skip :])
 
     def __len__(self) -> int:
-        return self.size - self.skip
+        return len(distributed.shard_batches(list(range(self.size)), self.batch_size)) - self.skip
 
 
 def make_optimizer(model: torch.nn.Module, config: ExperimentConfig) -> torch.optim.Optimizer:
@@ -171,6 +194,7 @@ class EvalResult:
     references: list[str] = field(default_factory=list)
     predictions: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)  # e.g. val_interctc_<block>_loss / _cer per captured layer
+    layer_predictions: dict = field(default_factory=dict)  # InterCTC metric name -> predictions (for merging)
 
     def metrics(self) -> dict:
         return {"val_loss": self.loss, "val_cer": self.cer, "val_wer": self.wer, "val_n": self.n, **self.extra}
@@ -235,6 +259,28 @@ def evaluate(
         cer=cer(refs, preds),
         wer=wer(refs, preds),
         n=total_lines,
+        references=refs,
+        predictions=preds,
+        extra=extra,
+        layer_predictions={name: layer_preds[layer] for layer, name in names.items()},
+    )
+
+
+def merge_shards(parts: list[EvalResult]) -> EvalResult:
+    """One result from the results of disjoint shards (in visiting order): the same corpus CER/WER and
+    mean loss as evaluating the whole set at once (edits and characters are summed over all lines)."""
+    n = sum(p.n for p in parts)
+    refs = [r for p in parts for r in p.references]
+    preds = [r for p in parts for r in p.predictions]
+    extra = {}
+    for name in parts[0].layer_predictions:
+        extra[f"val_{name}_loss"] = sum(p.extra[f"val_{name}_loss"] * p.n for p in parts) / max(n, 1)
+        extra[f"val_{name}_cer"] = cer(refs, [x for p in parts for x in p.layer_predictions[name]])
+    return EvalResult(
+        loss=sum(p.loss * p.n for p in parts) / max(n, 1),
+        cer=cer(refs, preds),
+        wer=wer(refs, preds),
+        n=n,
         references=refs,
         predictions=preds,
         extra=extra,
@@ -384,6 +430,7 @@ class TrainState:
     blank_epochs: int = 0  # consecutive validations whose predictions were (almost) all blank
     last_val_cer: float | None = None  # the latest validation, for summary.json after a resume
     last_val_wer: float | None = None
+    world_size: int = 1  # processes the run trained with (batch_in_epoch counts steps per process)
 
 
 @dataclass
@@ -396,6 +443,7 @@ class Loaders:
     train: DataLoader
     val: DataLoader
     val_order: list[int]  # validation visits lines in this order (by width); results are put back in dataset order
+    val_shard: list[int]  # the part of val_order this process evaluates (all of it when alone)
     steps_per_epoch: int
 
 
@@ -421,6 +469,8 @@ class Run:
     interctc_names: dict = field(default_factory=dict)  # InterCTC layer -> metric prefix interctc_<block>
     start_time: float = 0.0  # time.monotonic() at which this run's elapsed time would have been 0
     last_loss: float = float("nan")
+    train_model: torch.nn.Module | None = None  # the model in DistributedDataParallel under torchrun, else model
+    scaler: torch.amp.GradScaler | None = None  # --precision 16-mixed: loss scaling against float16 underflow
 
     @property
     def num_params(self) -> int:
@@ -433,10 +483,11 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     A resumed run takes the codec of its checkpoint, and ``config`` must be its saved configuration,
     changed only where ``training.config.RESUME_OVERRIDES`` allows; otherwise ``codec`` defaults to ``Codec()``.
     """
-    device = resolve_device(config.run.device)
+    device = distributed.setup(resolve_device(config.run.device))  # joins the process group under torchrun
     if config.run.loss == "ctc":
         resolve_impl(config.run.ctc_impl, device)  # fail early on an impossible choice
-    run_dir = run_directory(config)
+    check_precision(config.run.precision, device)
+    run_dir = Path(distributed.broadcast(str(run_directory(config))))  # rank 0's name (it holds a timestamp)
     resume, overrides = _check_resume(run_dir, config, codec) if config.run.resume else (None, {})
     if resume is None and (run_dir / "last.pt").exists():
         raise TrainingError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --run-dir")
@@ -451,16 +502,19 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     model = build_model(config.model).to(device)
     optimizer = make_optimizer(model, config)
     data = make_loaders(config, datasets)
-    state = TrainState()
+    state = TrainState(world_size=distributed.world_size())
     budget = config.optim.max_minutes * 60
     planned = config.optim.max_steps or data.steps_per_epoch * config.optim.max_epochs
     scheduler = make_scheduler(optimizer, config, planned, (lambda: state.elapsed / budget) if budget else None)
-    loggers = [JsonlLogger(run_dir), *(loggers or [])]
+    loggers = [JsonlLogger(run_dir), *(loggers or [])] if distributed.is_main() else []  # rank 0 writes
     interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
-    guard = NonFiniteGuard(run_dir, config.run.max_bad_steps, loggers)
+    dumps = {} if distributed.is_main() else {"max_dumps": 0}  # bad-step dumps: rank 0's
+    guard = NonFiniteGuard(run_dir, config.run.max_bad_steps, loggers, **dumps)
     names = interctc.metric_names(model) if interctc is not None else {}
     run = Run(config, run_dir, device, codec, datasets, data, model, optimizer, scheduler, interctc, loggers, guard,
-              state, git_rev=_git_revision(), interctc_names=names)
+              state, git_rev=_git_revision(), interctc_names=names,
+              train_model=distributed.wrap(model, device, find_unused=config.model.stochastic_depth > 0),
+              scaler=torch.amp.GradScaler(device.type) if config.run.precision == "16-mixed" else None)
     if resume is not None:
         _restore(run, resume, overrides)
     elif config.run.init_from:
@@ -485,7 +539,7 @@ def make_loaders(config: ExperimentConfig, datasets: Datasets) -> Loaders:
     train_set, val_set = datasets.train, datasets.val
     if overfit:
         train_set = val_set = torch.utils.data.Subset(datasets.train, list(range(min(len(train_set), overfit * bs))))
-        sampler = EpochSampler(len(train_set), config.run.seed, shuffle=False)
+        sampler = EpochSampler(len(train_set), config.run.seed, shuffle=False, batch_size=bs)
     else:
         widths = line_aspects(train_set) if config.data.bucket_batches else None
         lengths = None
@@ -512,14 +566,21 @@ def make_loaders(config: ExperimentConfig, datasets: Datasets) -> Loaders:
     }
     val_widths = line_aspects(val_set) if config.data.bucket_batches and not overfit else None
     val_order = sorted(range(len(val_set)), key=val_widths.__getitem__) if val_widths else list(range(len(val_set)))
+    val_shard = val_order[distributed.rank() :: distributed.world_size()]
+    world = distributed.world_size()
+    steps = math.ceil(len(train_set) / bs) // world if world > 1 else math.ceil(len(train_set) / bs)
+    if steps == 0:
+        raise TrainingError(f"{len(train_set)} training lines make {math.ceil(len(train_set) / bs)} batches of "
+                            f"{bs}: fewer than the {world} processes; use fewer processes or a smaller --batch-size")
     return Loaders(
         train_set,
         val_set,
         sampler,
         DataLoader(train_set, batch_size=bs, sampler=sampler, drop_last=False, **loader_args),
-        DataLoader(val_set, batch_size=max(bs, config.run.val_batch_size), sampler=val_order, **loader_args),
+        DataLoader(val_set, batch_size=max(bs, config.run.val_batch_size), sampler=val_shard, **loader_args),
         val_order,
-        steps_per_epoch=math.ceil(len(train_set) / bs),
+        val_shard,
+        steps_per_epoch=steps,
     )
 
 
@@ -529,8 +590,18 @@ def _restore(run: Run, bundle: Checkpoint, overrides: dict) -> None:
     run.model.load_state_dict(bundle.model_state)
     run.optimizer.load_state_dict(train_state["optimizer_state"])
     run.scheduler.load_state_dict(train_state["scheduler_state"])
+    if run.scaler is not None and train_state.get("scaler_state"):
+        run.scaler.load_state_dict(train_state["scaler_state"])
     vars(run.state).update(train_state["counters"])  # in place: the schedule's time budget reads this object
     _set_rng_state(train_state["rng"], run.device)
+    saved_world, world = run.state.world_size, distributed.world_size()
+    if saved_world != world:  # k steps on n processes trained the epoch's first k * n batches (shard_batches)
+        run.state.batch_in_epoch = run.state.batch_in_epoch * saved_world // world
+        run.state.world_size = world
+        print(f"note: resuming a run of {saved_world} process(es) on {world}: the global batch changes "
+              f"(--batch-size x processes); README 'Scaling out'")
+    if not distributed.is_main():
+        return
     record = {
         "resumed_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "epoch": run.state.epoch,
@@ -558,7 +629,7 @@ def _start_logging(run: Run, fresh: bool) -> None:
         "ctc_impl": resolve_impl(config.run.ctc_impl, run.device) if config.run.loss == "ctc" else "none",
         **regularisers,
     }
-    if fresh or not (run_dir / "config.json").exists():
+    if distributed.is_main() and (fresh or not (run_dir / "config.json").exists()):
         saved = {
             **config.to_dict(),
             "codec": run.codec.to_dict(),
@@ -569,7 +640,8 @@ def _start_logging(run: Run, fresh: bool) -> None:
     for logger in run.loggers:
         logger.start(config.to_dict(), run_dir, info)
     print(
-        f"run {run_dir}: {config.model.kind}, {run.num_params / 1e6:.2f} M parameters, {run.device}, "
+        f"run {run_dir}: {config.model.kind}, {run.num_params / 1e6:.2f} M parameters, {run.device}"
+        + (f" x {distributed.world_size()} processes" if distributed.world_size() > 1 else "") + ", "
         f"{len(run.data.train_set)} train / {len(run.data.val_set)} val lines, {run.data.steps_per_epoch} steps/epoch"
     )
     wanted = config.run.wandb_samples if len(run.loggers) > 1 else 0  # only JsonlLogger: no table to fill
@@ -586,6 +658,7 @@ def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: boo
             "scheduler_state": run.scheduler.state_dict(),
             "counters": dataclasses.asdict(state),
             "rng": _rng_state(run.device),
+            **({"scaler_state": run.scaler.state_dict()} if run.scaler is not None else {}),
         }
     return Checkpoint(
         model_config=config.model,
@@ -606,7 +679,8 @@ def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: boo
 
 
 def save_last(run: Run, val_cer: float | None = None) -> None:
-    save_checkpoint(run_checkpoint(run, val_cer, with_train_state=True), run.run_dir / "last.pt")
+    if distributed.is_main():  # only rank 0 writes; every rank holds the same weights
+        save_checkpoint(run_checkpoint(run, val_cer, with_train_state=True), run.run_dir / "last.pt")
 
 
 def budget_spent(config: ExperimentConfig, state: TrainState) -> str:
@@ -636,16 +710,45 @@ def train_one_step(run: Run, batch) -> float | None:
     step_start = time.monotonic()
     batch = batch.to(run.device)
     run.guard.before_step(model, _rng_state(run.device))
-    loss, info = compute_loss(model, batch, config.run.loss, config.run.ctc_impl, run.interctc)
+    with autocast(config.run.precision, run.device):
+        loss, info = compute_loss(run.train_model or model, batch, config.run.loss, config.run.ctc_impl, run.interctc)
+    loss = loss.float()
+    scaler = run.scaler
     run.optimizer.zero_grad(set_to_none=True)
     grad_norm = None
-    if torch.isfinite(loss):  # a non-finite loss is not back-propagated; the guard skips the step
-        loss.backward()
+    finite = bool(torch.isfinite(loss))
+    mean_loss = float("nan")
+    if distributed.world_size() > 1:  # backward all-reduces gradients: every rank runs it, or none does
+        summed = [float(not finite), info["used"], info["infeasible"], float(loss.detach()) if finite else 0.0]
+        bad, used, infeasible, loss_sum = distributed.sum_all(summed)
+        finite = bad == 0
+        mean_loss = loss_sum / distributed.world_size()  # the global batch's loss (gradients are averaged too)
+        info = {**info, "used": int(used), "infeasible": int(infeasible)}  # over all ranks
+    if finite:  # a non-finite loss is not back-propagated; the guard skips the step
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(run.optimizer)
+        else:
+            loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip or float("inf"))
     problem = run.guard.check(model, loss, grad_norm)  # None, or why the step must be skipped
+    if distributed.any_rank(problem is not None) and problem is None:  # another rank's bad step: skip it here too
+        problem = Problem(float(loss.detach()), True, float(grad_norm) if grad_norm is not None else None,
+                          ["(a bad step on another process)"])
+    if scaler is not None and finite and problem is not None and problem.loss_finite:
+        # float16 gradient overflow: the scaler skips this step and lowers its scale; not a bad step
+        scaler.step(run.optimizer)  # skips the update (inf gradients found by unscale_)
+        scaler.update()
+        state.step += 1
+        state.batch_in_epoch += 1
+        return None
     if problem is None:
         run.guard.good_step()
-        run.optimizer.step()
+        if scaler is not None:
+            scaler.step(run.optimizer)
+            scaler.update()
+        else:
+            run.optimizer.step()
         run.scheduler.step()
     state.step += 1
     state.batch_in_epoch += 1
@@ -656,8 +759,8 @@ def train_one_step(run: Run, batch) -> float | None:
     state.skipped_infeasible += info["infeasible"]
     seconds = time.monotonic() - step_start
     state.train_seconds += seconds
-    state.elapsed = time.monotonic() - run.start_time
-    run.last_loss = float(loss.detach())
+    state.elapsed = _synced_elapsed(run)
+    run.last_loss = mean_loss if distributed.world_size() > 1 else float(loss.detach())
     metrics = {
         "epoch": state.epoch + 1,
         "loss": run.last_loss,
@@ -672,6 +775,14 @@ def train_one_step(run: Run, batch) -> float | None:
     for logger in run.loggers:
         logger.log_train(state.step, metrics)
     return run.last_loss
+
+
+def _synced_elapsed(run: Run) -> float:
+    """Seconds since the run began, rank 0's on every rank: the time budget and the schedule must agree."""
+    elapsed = time.monotonic() - run.start_time
+    if distributed.world_size() > 1:
+        elapsed = distributed.sum_all([elapsed if distributed.is_main() else 0.0])[0]
+    return elapsed
 
 
 def _skip_bad_step(run: Run, problem: Problem, batch) -> None:
@@ -708,7 +819,7 @@ def train_one_epoch(run: Run) -> str:
         total=run.data.steps_per_epoch,
         initial=state.batch_in_epoch,
         desc=f"epoch {state.epoch + 1}",
-        disable=not config.run.progress,
+        disable=not config.run.progress or not distributed.is_main(),
         leave=False,
         dynamic_ncols=True,
     )
@@ -733,8 +844,15 @@ def validate_and_checkpoint(run: Run) -> EvalResult:
     config, state = run.config, run.state
     result = evaluate(
         run.model, run.data.val, run.codec, run.device, config.run.loss, config.run.ctc_impl, run.interctc
-    ).in_dataset_order(run.data.val_order)
-    state.elapsed = time.monotonic() - run.start_time
+    )
+    if distributed.world_size() > 1:  # each rank scored a shard: combine them into the whole set's figures
+        world = distributed.world_size()
+        result = merge_shards(distributed.gather(result))
+        visited = [i for r in range(world) for i in run.data.val_order[r::world]]
+        result = result.in_dataset_order(visited)
+    else:
+        result = result.in_dataset_order(run.data.val_order)
+    state.elapsed = _synced_elapsed(run)
     improved = result.cer < state.best_cer
     if improved:
         state.best_cer, state.best_epoch = result.cer, state.epoch
@@ -763,7 +881,7 @@ def validate_and_checkpoint(run: Run) -> EvalResult:
     )
     _watch_blank_collapse(run, result)
     save_last(run, result.cer)
-    if improved:
+    if improved and distributed.is_main():
         save_checkpoint(run_checkpoint(run, result.cer), run.run_dir / "best.pt")
         for logger in run.loggers:
             logger.log_checkpoint(run.run_dir / "best.pt", True, result.metrics())
@@ -816,11 +934,17 @@ def finish_run(run: Run, stop_reason: str) -> dict:
         "stop_reason": stop_reason,
         "parameters": run.num_params,
         "device": str(run.device),
+        "world_size": distributed.world_size(),
+        "global_batch_size": run.config.optim.batch_size * distributed.world_size(),
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if distributed.is_main():
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     for logger in run.loggers:
         logger.finish(summary)
     return summary
+
+
+_SIGTERM_RECEIVED = threading.Event()  # under torchrun a stopping peer can break a collective before ours arrives
 
 
 @contextlib.contextmanager
@@ -833,6 +957,7 @@ def sigterm_as_interrupt():
         return
 
     def interrupt(signum, frame):
+        _SIGTERM_RECEIVED.set()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)
@@ -861,7 +986,11 @@ def fit(config: ExperimentConfig, loggers: list[Logger] | None = None, codec: Co
                 else:
                     save_last(run)
                 stop = stop or stop_reason(config, state)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, RuntimeError) as error:
+            # under torchrun SIGTERM reaches every rank; one inside a collective sees its peer leave as an error
+            stopped_peer = isinstance(error, RuntimeError) and distributed.active() and _SIGTERM_RECEIVED.is_set()
+            if not isinstance(error, KeyboardInterrupt) and not stopped_peer:
+                raise
             save_last(run)
             stop = "interrupted"
             print(f"interrupted at step {state.step}; resume with --resume --run-dir {run.run_dir}")
