@@ -3,6 +3,7 @@ clear errors, and format-1 files (tests/fixtures/checkpoints) that keep loading 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -144,15 +145,7 @@ def test_failed_save_keeps_the_old_file_and_no_temporary(tmp_path: Path) -> None
 
 
 def test_weights_that_do_not_fit_the_config(tmp_path: Path) -> None:
-    other = ModelConfig(
-        kind="line_cnn",
-        height=16,
-        cnn_channels=(4, 8),
-        feature_dim=16,
-        conv_blocks=1,
-        conv_kernel=3,
-        num_classes=Codec("abc").num_classes,
-    )
+    other = dataclasses.replace(CONFIG, feature_dim=16)
     path = save_checkpoint(bundle(model_state=build_model(other).state_dict()), tmp_path / "mixed.pt")
     with pytest.raises(CheckpointError, match="weights do not fit its model config") as info:
         load_checkpoint(path).build_model()

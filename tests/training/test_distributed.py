@@ -41,6 +41,16 @@ def _folder(root: Path, width: int = 0) -> Path:
     return root
 
 
+def _torchrun_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+
+
+def _torchrun_command(flags: list[str]) -> list[str]:
+    """A real two-process torchrun launch of the training script."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+            str(ROOT / "training" / "run_experiment.py"), *flags]
+
+
 def _flags(folder: Path, run_dir: Path, epochs: int) -> list[str]:
     return [*TINY_FLAGS, "--data", str(folder), "--val-data", str(folder), "--batch-size", "2",
             "--max-epochs", str(epochs), "--warmup-steps", "1", "--num-workers", "0", "--device", "cpu",
@@ -68,9 +78,8 @@ def test_two_process_run_resumed_on_one_then_two(tmp_path):
     (tmp_path / "data").mkdir()
     folder = _folder(tmp_path / "data")
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               str(ROOT / "training" / "run_experiment.py"), *_flags(folder, run_dir, 1)]
+    env = _torchrun_env()
+    command = _torchrun_command(_flags(folder, run_dir, 1))
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -99,7 +108,7 @@ def test_two_process_run_resumed_on_one_then_two(tmp_path):
     assert load_checkpoint(run_dir / "last.pt", map_location="cpu").train_state["counters"]["world_size"] == 1
 
     # and back to two processes: resumes at epoch 2, runs epoch 3 with 4 steps per process
-    command = [*command[:6], str(ROOT / "training" / "run_experiment.py"), *_flags(folder, run_dir, 3), "--resume"]
+    command = _torchrun_command([*_flags(folder, run_dir, 3), "--resume"])
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -129,9 +138,8 @@ def test_sigterm_to_torchrun_stops_every_rank_with_a_resumable_checkpoint(tmp_pa
     (tmp_path / "data").mkdir()
     folder = _folder(tmp_path / "data")
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               str(ROOT / "training" / "run_experiment.py"), *_flags(folder, run_dir, 500)]
+    env = _torchrun_env()
+    command = _torchrun_command(_flags(folder, run_dir, 500))
     launcher = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True)
     metrics = run_dir / "metrics.jsonl"
@@ -149,9 +157,8 @@ def test_sigterm_to_torchrun_stops_every_rank_with_a_resumable_checkpoint(tmp_pa
 
 
 def _torchrun(tmp_path: Path, flags: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               str(ROOT / "training" / "run_experiment.py"), *flags]
+    env = _torchrun_env()
+    command = _torchrun_command(flags)
     return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
 
 
