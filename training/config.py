@@ -20,6 +20,7 @@ from typing import Any
 
 from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.models.config import ModelConfig
+from training.threads import parse_threads
 
 OPTIMIZERS = ("rmsprop", "adam", "adamw")
 SCHEDULES = ("none", "cosine", "onecycle")
@@ -139,6 +140,11 @@ class RunConfig:
     )})
     seed: int = field(default=0, metadata={"help": "random seed (data order, initialisation, dropout)"})
     device: str = field(default="auto", metadata={"help": DEVICES_HELP})
+    threads: str = field(default="auto", metadata={"help": (
+        "torch intra-op threads (per process under torchrun): a number, or auto: the cores this process may use "
+        "(divided among the processes on this machine, at most torch's default or OMP_NUM_THREADS), lowered while "
+        "other processes take CPU and raised again when they stop (training/threads.py)"
+    )})
     loss: str = field(default="ctc", metadata={"help": (
         "ctc, or nll: the per-window cross-entropy baseline"
     ), "choices": LOSSES})
@@ -185,6 +191,7 @@ class RunConfig:
     )})
 
     def __post_init__(self) -> None:
+        parse_threads(self.threads)  # validates: 'auto' or a positive number
         if self.val_every < 1:
             raise ValueError(f"--val-every must be >= 1 (epochs between validations), got {self.val_every}")
         if self.val_batch_size < 1:
@@ -333,11 +340,11 @@ def with_flags(config: ExperimentConfig, flags: dict[str, Any]) -> ExperimentCon
 
 
 #: What ``--resume`` may change, as ``section.field``: the budget, logging, and where the run runs
-#: (workers, device, CTC implementation, checkpoint frequency). Everything else stays as saved.
+#: (workers, threads, device, CTC implementation, checkpoint frequency). Everything else stays as saved.
 RESUME_OVERRIDES = (
     "optim.max_minutes", "optim.max_epochs", "optim.max_steps",
     "run.progress", "run.wandb", "run.wandb_project", "run.wandb_samples", "run.group",
-    "data.num_workers", "run.device", "run.ctc_impl", "run.checkpoint_every", "run.precision",
+    "data.num_workers", "run.threads", "run.device", "run.ctc_impl", "run.checkpoint_every", "run.precision",
 )
 #: Which run to continue, not how it trains: never compared.
 _RUN_IDENTITY = ("run.resume", "run.run_dir", "run.name")

@@ -71,6 +71,7 @@ from training.guard import COLLAPSE_SHARE, NonFiniteGuard, Problem, blank_share,
 from training.loggers import JsonlLogger, Logger
 from training.objective import compute_loss, forward, needed_frames, nll_loss
 from training.sortagrad import label_lengths
+from training.threads import ThreadGovernor, parse_threads
 
 #: Default parent of run directories, relative to the working directory (``training/logs`` in a checkout);
 #: never inside the installed package.
@@ -471,6 +472,7 @@ class Run:
     last_loss: float = float("nan")
     train_model: torch.nn.Module | None = None  # the model in DistributedDataParallel under torchrun, else model
     scaler: torch.amp.GradScaler | None = None  # --precision 16-mixed: loss scaling against float16 underflow
+    threads: ThreadGovernor | None = None  # torch's intra-op threads (--threads; training/threads.py)
 
     @property
     def num_params(self) -> int:
@@ -514,7 +516,8 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     run = Run(config, run_dir, device, codec, datasets, data, model, optimizer, scheduler, interctc, loggers, guard,
               state, git_rev=_git_revision(), interctc_names=names,
               train_model=distributed.wrap(model, device, find_unused=config.model.stochastic_depth > 0),
-              scaler=torch.amp.GradScaler(device.type) if config.run.precision == "16-mixed" else None)
+              scaler=torch.amp.GradScaler(device.type) if config.run.precision == "16-mixed" else None,
+              threads=ThreadGovernor(fixed=parse_threads(config.run.threads)))
     if resume is not None:
         _restore(run, resume, overrides)
     elif config.run.init_from:
@@ -641,7 +644,9 @@ def _start_logging(run: Run, fresh: bool) -> None:
         logger.start(config.to_dict(), run_dir, info)
     print(
         f"run {run_dir}: {config.model.kind}, {run.num_params / 1e6:.2f} M parameters, {run.device}"
-        + (f" x {distributed.world_size()} processes" if distributed.world_size() > 1 else "") + ", "
+        + (f" x {distributed.world_size()} processes" if distributed.world_size() > 1 else "")
+        + (f", {run.threads.threads} torch threads{' (auto)' if run.threads.adaptive else ''}" if run.threads else "")
+        + ", "
         f"{len(run.data.train_set)} train / {len(run.data.val_set)} val lines, {run.data.steps_per_epoch} steps/epoch"
     )
     wanted = config.run.wandb_samples if len(run.loggers) > 1 else 0  # only JsonlLogger: no table to fill
@@ -767,6 +772,7 @@ def train_one_step(run: Run, batch) -> float | None:
         "lr": run.scheduler.get_last_lr()[0],
         "grad_norm": float(grad_norm),
         "lines_per_sec": len(batch.texts) / max(seconds, 1e-9),
+        "threads": run.threads.threads if run.threads is not None else torch.get_num_threads(),
         "elapsed_minutes": state.elapsed / 60,
     }
     if "interctc" in info:
@@ -775,6 +781,16 @@ def train_one_step(run: Run, batch) -> float | None:
     for logger in run.loggers:
         logger.log_train(state.step, metrics)
     return run.last_loss
+
+
+def _follow_free_cores(run: Run) -> None:
+    """``--threads auto``: fewer torch threads while other processes take CPU, more when they stop."""
+    if run.threads is None:
+        return
+    changed = run.threads.update()
+    if changed is not None:
+        tqdm.write(f"note: other processes used {run.threads.others_cores:.1f} of {run.threads.cores} cores; "
+                   f"torch threads -> {changed} (--threads auto)")
 
 
 def _synced_elapsed(run: Run) -> float:
@@ -826,6 +842,7 @@ def train_one_epoch(run: Run) -> str:
     stop = ""
     for batch in bar:
         loss = train_one_step(run, batch)
+        _follow_free_cores(run)
         if loss is not None:
             bar.set_postfix(loss=f"{loss:.3f}")
         if config.run.checkpoint_every and state.step % config.run.checkpoint_every == 0:

@@ -1,0 +1,155 @@
+"""CPU threads for training: torch's intra-op threads follow the cores other processes leave free.
+
+Why: on a small machine a process that runs one OpenMP thread per core slows down far more than its
+fair share as soon as anything else runs. Every parallel region (a convolution, a matmul) waits for
+its slowest thread, and a thread whose core was taken by another process holds up all the others.
+Measured on the 2-core box (``benchmarks/train_bench.py``, RESULTS): idle, 2 threads train ~1.5x
+faster than 1; beside one busy process, 2 threads train ~1.7x *slower* than 1.
+
+So ``--threads auto`` (the default) starts at the most threads this process should use and, every
+few seconds, measures how much CPU the *other* processes took (the machine's busy time from
+``/proc/stat`` minus this process's and its data-loader workers') and sets torch to the cores they
+left, never fewer than one. A fixed ``--threads N`` turns this off. Where ``/proc`` cannot be read
+(not Linux) auto keeps its starting value.
+
+The most threads auto uses: torch's own default when the run starts (the cores, or
+``OMP_NUM_THREADS``, which ``torchrun`` sets to 1 per process unless you set it), and at most the
+cores this process may run on divided by the training processes on this machine
+(``LOCAL_WORLD_SIZE`` under torchrun).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+#: Extra share of a core counted as free before rounding down: with 2 cores and a competitor that got
+#: 0.67 of a core while we ran 2 threads (three runnable threads share two cores), 2 - 0.67 + 0.6 -> 1 thread;
+#: with light background load (under 0.6 of a core) we keep both.
+ROUNDING_MARGIN = 0.6
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity; all cores where that is unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def ceiling(local_processes: int | None = None) -> int:
+    """The most intra-op threads ``--threads auto`` uses in this process (see the module docstring)."""
+    local = local_processes or int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    return max(1, min(torch.get_num_threads(), usable_cores() // max(1, local)))
+
+
+def threads_for(free_cores: float, most: int) -> int:
+    """Threads to run when ``free_cores`` cores (possibly fractional) are left by other processes."""
+    return max(1, min(most, math.floor(free_cores + ROUNDING_MARGIN)))
+
+
+def _ticks(stat_line: str) -> int:
+    """utime + stime (clock ticks) from a ``/proc/<pid>/stat`` line (the command name may hold spaces)."""
+    fields = stat_line.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _parent(stat_line: str) -> int:
+    return int(stat_line.rsplit(")", 1)[1].split()[1])
+
+
+def own_ticks(pid: int | None = None) -> int:
+    """CPU clock ticks used so far by process ``pid`` (default: this one) and its live children
+    (data-loader workers)."""
+    pid = pid or os.getpid()
+    total = _ticks(Path(f"/proc/{pid}/stat").read_text())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or entry.name == str(pid):
+            continue
+        try:
+            line = (entry / "stat").read_text()
+        except OSError:  # the process ended while we looked
+            continue
+        if _parent(line) == pid:
+            total += _ticks(line)
+    return total
+
+
+def machine_busy_ticks() -> int:
+    """CPU clock ticks all processes spent busy (not idle or waiting for IO), over all cores, since boot."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle, iowait = values[3], values[4] if len(values) > 4 else 0
+    return sum(values[:8]) - idle - iowait  # user nice system idle iowait irq softirq steal (guest is in user)
+
+
+@dataclass
+class ThreadGovernor:
+    """Sets ``torch.set_num_threads`` from the CPU other processes used over the last ``interval_s`` seconds.
+
+    Call ``update()`` after each training step; it samples at most once per interval and returns the
+    new thread count when it changed (else None). ``fixed`` > 0 pins the threads and never samples.
+    """
+
+    fixed: int = 0
+    interval_s: float = 5.0
+    most: int = field(default_factory=ceiling)
+    cores: int = field(default_factory=usable_cores)
+    threads: int = 0
+    others_cores: float = 0.0  # the last measurement: cores' worth of CPU other processes used
+    _last: tuple[float, int, int] | None = None
+    _enabled: bool = True
+
+    def __post_init__(self) -> None:
+        self.threads = self.fixed or self.most
+        torch.set_num_threads(self.threads)
+        if self.fixed:
+            self._enabled = False
+            return
+        self._last = self._sample()
+        self._enabled = self._last is not None
+
+    @property
+    def adaptive(self) -> bool:
+        return self._enabled
+
+    def _sample(self) -> tuple[float, int, int] | None:
+        try:
+            return time.monotonic(), machine_busy_ticks(), own_ticks()
+        except (OSError, ValueError, IndexError):  # no /proc (not Linux) or an unexpected format
+            return None
+
+    def update(self) -> int | None:
+        if not self._enabled or time.monotonic() - self._last[0] < self.interval_s:
+            return None
+        now = self._sample()
+        if now is None:
+            self._enabled = False
+            return None
+        wall = now[0] - self._last[0]
+        ticks_per_second = os.sysconf("SC_CLK_TCK")
+        others = ((now[1] - self._last[1]) - (now[2] - self._last[2])) / ticks_per_second / wall
+        self._last, self.others_cores = now, max(0.0, others)
+        wanted = threads_for(self.cores - self.others_cores, self.most)
+        if wanted == self.threads:
+            return None
+        self.threads = wanted
+        torch.set_num_threads(wanted)
+        return wanted
+
+
+def parse_threads(value: str) -> int:
+    """``--threads``: 'auto' -> 0, else a positive integer."""
+    if value == "auto":
+        return 0
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"--threads must be 'auto' or >= 1, got {value}")
+    return count
