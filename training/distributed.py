@@ -91,6 +91,27 @@ def gather(obj) -> list:
     return out
 
 
+def check_same_settings(settings: dict[str, object], may_differ: tuple[str, ...] = ()) -> None:
+    """Raise ``ValueError`` on every rank when any rank's ``settings`` differ from rank 0's (outside ``may_differ``).
+
+    Ranks started with different flags would train different things in one process group (or hang in
+    a collective that only some of them run); each difference is named with rank 0's and the rank's value.
+    """
+    if not active():
+        return
+    mine = {k: v for k, v in settings.items() if k not in may_differ}
+    everyone = gather(mine)
+    differences = [
+        f"{key}: rank 0 {everyone[0].get(key)!r}, rank {r} {theirs.get(key)!r}"
+        for r, theirs in enumerate(everyone[1:], start=1)
+        for key in sorted(set(everyone[0]) | set(theirs))
+        if everyone[0].get(key) != theirs.get(key)
+    ]
+    if differences:
+        raise ValueError("the processes were started with different settings (give every process the same flags): "
+                         + "; ".join(differences))
+
+
 def barrier() -> None:
     if active():
         dist.barrier()

@@ -486,6 +486,8 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     changed only where ``training.config.RESUME_OVERRIDES`` allows; otherwise ``codec`` defaults to ``Codec()``.
     """
     device = distributed.setup(resolve_device(config.run.device))  # joins the process group under torchrun
+    flat = {f"{s}.{k}": v for s, section in config.to_dict().items() for k, v in section.items()}
+    distributed.check_same_settings(flat, may_differ=("run.threads", "data.num_workers", "run.progress"))
     if config.run.loss == "ctc":
         resolve_impl(config.run.ctc_impl, device)  # fail early on an impossible choice
     check_precision(config.run.precision, device)

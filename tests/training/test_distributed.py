@@ -206,3 +206,36 @@ def test_first_losses_match_one_process_with_the_same_global_batch(tmp_path):
     assert len(two) == len(one) == 3
     # tolerance: BatchNorm (train mode) normalises over each process's 2 lines, not the global 4 (measured: <13%)
     assert two == pytest.approx(one, rel=0.2), (two, one)
+
+
+@pytest.mark.slow
+def test_ranks_started_with_different_flags_are_refused_on_every_rank(tmp_path):
+    """Rank 1 is given another --lr: every rank names the difference and exits non-zero before writing a checkpoint."""
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    script = tmp_path / "launch.py"
+    flags = _flags(folder, tmp_path / "run", 1)
+    script.write_text(
+        "import os, sys\nfrom training.run_experiment import main\n"
+        f"flags = {flags!r}\n"
+        "sys.exit(main(flags + (['--lr', '0.5'] if os.environ['RANK'] == '1' else [])))\n"
+    )
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    done = subprocess.run(command, env=_torchrun_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert done.stderr.count("started with different settings") == 2, done.stderr[-3000:]
+    assert "optim.lr: rank 0 0.001, rank 1 0.5" in done.stderr
+    assert not (tmp_path / "run" / "last.pt").exists()
+
+
+def test_a_world_without_a_rendezvous_address_is_a_clear_error(tmp_path):
+    """WORLD_SIZE set by hand without MASTER_ADDR/PORT: an error that says what is missing, exit 2, nothing written."""
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    env = {k: v for k, v in _torchrun_env().items() if k not in ("MASTER_ADDR", "MASTER_PORT")}
+    env.update(WORLD_SIZE="2", RANK="0", LOCAL_RANK="0")
+    command = [sys.executable, str(ROOT / "training" / "run_experiment.py"), *_flags(folder, tmp_path / "run", 1)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "MASTER_ADDR" in done.stderr
+    assert not (tmp_path / "run" / "last.pt").exists()
