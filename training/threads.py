@@ -101,8 +101,8 @@ class ThreadGovernor:
     cores: int = field(default_factory=usable_cores)
     threads: int = 0
     others_cores: float = 0.0  # the last measurement: cores' worth of CPU other processes used
-    _last: tuple[float, int, int] | None = None
-    _enabled: bool = True
+    _last: tuple[float, int, int] | None = field(default=None, init=False, repr=False)  # (time, machine, own)
+    _enabled: bool = field(default=True, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.threads = self.fixed or self.most
