@@ -101,7 +101,10 @@ def test_auto_gives_a_core_to_another_busy_process_and_takes_it_back_when_it_sto
         os.kill(pid, signal.SIGKILL)
     time.sleep(1.5)
     try:
-        assert governor.update() == 2, governor.others_cores  # it stopped: both cores again
-        assert torch.get_num_threads() == 2
+        during = governor.others_cores
+        governor.update()
+        # it stopped: its core is free again (on an idle machine: 2 threads; other load may keep some)
+        assert governor.others_cores < during - 0.5, (during, governor.others_cores)
+        assert torch.get_num_threads() == governor.threads == threads_for(2 - governor.others_cores, most=2)
     finally:
         torch.set_num_threads(before)
