@@ -360,10 +360,14 @@ def flag_name(key: str) -> str:
 RESUME_OVERRIDE_FLAGS = {flag_name(key): key for key in RESUME_OVERRIDES}
 
 
+def flat_settings(config: ExperimentConfig) -> dict[str, Any]:
+    """``{"section.field": value}`` of every setting, as plain types (what runs and resumes compare)."""
+    return {f"{s}.{k}": v for s, section in config.to_dict().items() for k, v in section.items()}
+
+
 def resume_changes(saved: ExperimentConfig, given: ExperimentConfig) -> tuple[dict, dict]:
     """``(allowed, refused)``: ``{flag: (saved value, given value)}`` for each field where ``given`` differs."""
-    before = {f"{s}.{k}": v for s, section in saved.to_dict().items() for k, v in section.items()}
-    after = {f"{s}.{k}": v for s, section in given.to_dict().items() for k, v in section.items()}
+    before, after = flat_settings(saved), flat_settings(given)
     changed = [k for k in before if k not in _RUN_IDENTITY and before[k] != after[k]]
     allowed = {flag_name(k): (before[k], after[k]) for k in changed if k in RESUME_OVERRIDES}
     refused = {flag_name(k): (before[k], after[k]) for k in changed if k not in RESUME_OVERRIDES}

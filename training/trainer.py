@@ -65,7 +65,7 @@ from training import distributed
 from training.alphabet import remap_output_rows
 from training.batching import bucketed_order, line_aspects
 from training.compare_runs import OVERRIDES_FILE
-from training.config import RESUME_OVERRIDE_FLAGS, ExperimentConfig, resume_changes
+from training.config import RESUME_OVERRIDE_FLAGS, ExperimentConfig, flat_settings, resume_changes
 from training.data import Datasets, build_datasets
 from training.guard import COLLAPSE_SHARE, NonFiniteGuard, Problem, blank_share, collapse_advice
 from training.loggers import JsonlLogger, Logger
@@ -486,8 +486,8 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     changed only where ``training.config.RESUME_OVERRIDES`` allows; otherwise ``codec`` defaults to ``Codec()``.
     """
     device = distributed.setup(resolve_device(config.run.device))  # joins the process group under torchrun
-    flat = {f"{s}.{k}": v for s, section in config.to_dict().items() for k, v in section.items()}
-    distributed.check_same_settings(flat, may_differ=("run.threads", "data.num_workers", "run.progress"))
+    per_process = ("run.threads", "data.num_workers", "run.progress")  # may differ between ranks
+    distributed.check_same_settings(flat_settings(config), may_differ=per_process)
     if config.run.loss == "ctc":
         resolve_impl(config.run.ctc_impl, device)  # fail early on an impossible choice
     check_precision(config.run.precision, device)
