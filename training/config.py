@@ -120,6 +120,10 @@ class OptimConfig:
         "with --lr-schedule cosine: the learning rate it decays to, as a share of --lr"
     )})
     warmup_steps: int = field(default=100, metadata={"help": "linear learning-rate warm-up steps"})
+    ema_decay: float = field(default=0.0, metadata={"help": (
+        "validate and save an exponential moving average of the weights with this decay per step "
+        "(e.g. 0.999: about the last 1,000 steps; training/ema.py); 0: off, the raw weights"
+    )})
     sortagrad: bool = field(default=True, metadata={"help": (
         "SortaGrad: run the first epoch from short lines to long ones (by image width, else label length), "
         "later epochs shuffled (width-bucketed with --bucket-batches)"
@@ -128,6 +132,8 @@ class OptimConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.cosine_floor <= 1.0:
             raise ValueError(f"--cosine-floor must be a share of --lr in [0, 1], got {self.cosine_floor}")
+        if not 0.0 <= self.ema_decay < 1.0:
+            raise ValueError(f"--ema-decay must be in [0, 1) (0: off), got {self.ema_decay}")
 
 
 @dataclass(frozen=True)

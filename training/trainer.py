@@ -67,6 +67,7 @@ from training.batching import bucketed_order, line_aspects
 from training.compare_runs import OVERRIDES_FILE
 from training.config import RESUME_OVERRIDE_FLAGS, ExperimentConfig, flat_settings, resume_changes
 from training.data import Datasets, build_datasets
+from training.ema import WeightAverage
 from training.guard import COLLAPSE_SHARE, NonFiniteGuard, Problem, blank_share, collapse_advice
 from training.loggers import JsonlLogger, Logger
 from training.objective import compute_loss, forward, needed_frames, nll_loss
@@ -473,6 +474,12 @@ class Run:
     train_model: torch.nn.Module | None = None  # the model in DistributedDataParallel under torchrun, else model
     scaler: torch.amp.GradScaler | None = None  # --precision 16-mixed: loss scaling against float16 underflow
     threads: ThreadGovernor | None = None  # torch's intra-op threads (--threads; training/threads.py)
+    average: WeightAverage | None = None  # --ema-decay: the averaged weights that are validated and saved
+
+    @property
+    def shipped_model(self) -> torch.nn.Module:
+        """The weights validation scores and ``best.pt`` holds: the average with ``--ema-decay``, else the model."""
+        return self.average.model if self.average is not None else self.model
 
     @property
     def num_params(self) -> int:
@@ -524,6 +531,10 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
         _restore(run, resume, overrides)
     elif config.run.init_from:
         _init_from(model, config, Path(config.run.init_from), codec)
+    if config.optim.ema_decay:  # after the weights are restored or initialised: the average starts from them
+        run.average = WeightAverage(model, config.optim.ema_decay)
+        if resume is not None and "ema_state" in resume.train_state:
+            run.average.load_state_dict(resume.train_state["ema_state"])
     _start_logging(run, fresh=resume is None)
     return run
 
@@ -656,7 +667,11 @@ def _start_logging(run: Run, fresh: bool) -> None:
 
 
 def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: bool = False) -> Checkpoint:
-    """The run's model as a checkpoint bundle; ``with_train_state`` adds what ``--resume`` needs (``last.pt``)."""
+    """The run's model as a checkpoint bundle; ``with_train_state`` adds what ``--resume`` needs (``last.pt``).
+
+    ``last.pt`` holds the raw weights (training continues from them; the average rides in its train
+    state), ``best.pt`` the validated ones: the average with ``--ema-decay``.
+    """
     config, state = run.config, run.state
     train_state = None
     if with_train_state:
@@ -666,11 +681,12 @@ def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: boo
             "counters": dataclasses.asdict(state),
             "rng": _rng_state(run.device),
             **({"scaler_state": run.scaler.state_dict()} if run.scaler is not None else {}),
+            **({"ema_state": run.average.state_dict()} if run.average is not None else {}),
         }
     return Checkpoint(
         model_config=config.model,
         codec=run.codec,
-        model_state=run.model.state_dict(),
+        model_state=(run.model if with_train_state else run.shipped_model).state_dict(),
         decoding=Decoding(OUTPUT_KIND_OF_LOSS[config.run.loss], "natural" if config.data.detokenize else "as_labelled"),
         provenance=Provenance(
             data=run.datasets.description,
@@ -757,6 +773,8 @@ def train_one_step(run: Run, batch) -> float | None:
         else:
             run.optimizer.step()
         run.scheduler.step()
+        if run.average is not None:
+            run.average.update(model)
     state.step += 1
     state.batch_in_epoch += 1
     if problem is not None:
@@ -862,7 +880,7 @@ def validate_and_checkpoint(run: Run) -> EvalResult:
     """Evaluate on the validation set, log it, save ``last.pt`` and, when the CER improved, ``best.pt``."""
     config, state = run.config, run.state
     result = evaluate(
-        run.model, run.data.val, run.codec, run.device, config.run.loss, config.run.ctc_impl, run.interctc
+        run.shipped_model, run.data.val, run.codec, run.device, config.run.loss, config.run.ctc_impl, run.interctc
     )
     if distributed.world_size() > 1:  # each rank scored a shard: combine them into the whole set's figures
         world = distributed.world_size()

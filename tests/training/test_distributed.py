@@ -116,6 +116,24 @@ def test_two_process_run_resumed_on_one_then_two(tmp_path):
     assert len((run_dir / "config_overrides.jsonl").read_text().splitlines()) == 2  # one line per resume, rank 0's
 
 
+@pytest.mark.slow
+def test_weight_average_under_torchrun(tmp_path):
+    """--ema-decay under DDP: the average follows the synchronised weights; rank 0 saves it (best.pt, last.pt)."""
+    (tmp_path / "data").mkdir()
+    folder = _folder(tmp_path / "data")
+    run_dir = tmp_path / "run"
+    command = _torchrun_command([*_flags(folder, run_dir, 2), "--ema-decay", "0.9"])
+    done = subprocess.run(command, env=_torchrun_env(), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    last = load_checkpoint(run_dir / "last.pt", map_location="cpu")
+    average = last.train_state["ema_state"]
+    assert average["updates"] == 8  # 2 epochs x 4 steps per process
+    assert any(not torch.equal(last.model_state[k], average["model_state"][k]) for k in last.model_state)
+    best = load_checkpoint(run_dir / "best.pt", map_location="cpu").model_state
+    assert all(not k.startswith("module.") for k in best)
+    assert len(LineRecognizer(str(run_dir / "best.pt")).predict([folder / "line_0.png"])) == 1
+
+
 def test_precision_bf16_trains_on_cpu_and_16_mixed_is_refused(tmp_path, capsys):
     (tmp_path / "data").mkdir()
     folder = _folder(tmp_path / "data")
