@@ -53,31 +53,43 @@ def threads_for(free_cores: float, most: int) -> int:
     return max(1, min(most, math.floor(free_cores + ROUNDING_MARGIN)))
 
 
-def _ticks(stat_line: str) -> int:
-    """utime + stime (clock ticks) from a ``/proc/<pid>/stat`` line (the command name may hold spaces)."""
-    fields = stat_line.rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+def _fields(stat_line: str) -> list[str]:
+    """The fields of a ``/proc/<pid>/stat`` line after the command name (which may hold spaces)."""
+    return stat_line.rsplit(")", 1)[1].split()
 
 
-def _parent(stat_line: str) -> int:
-    return int(stat_line.rsplit(")", 1)[1].split()[1])
+def _ticks(fields: list[str], reaped: bool = False) -> int:
+    """utime + stime (clock ticks), plus the reaped children's cutime + cstime with ``reaped``."""
+    return int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if reaped else 0)
 
 
-def own_ticks(pid: int | None = None) -> int:
-    """CPU clock ticks used so far by process ``pid`` (default: this one) and its live children
-    (data-loader workers)."""
+def own_ticks(pid: int | None = None) -> dict[int, int]:
+    """CPU clock ticks used so far by process ``pid`` (default: this one) and by each of its live children
+    (data-loader workers), by process id. This process's figure includes the children it has reaped,
+    so a worker that ended keeps counting as ours (``ticks_between``)."""
     pid = pid or os.getpid()
-    total = _ticks(Path(f"/proc/{pid}/stat").read_text())
+    ticks = {pid: _ticks(_fields(Path(f"/proc/{pid}/stat").read_text()), reaped=True)}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or entry.name == str(pid):
             continue
         try:
-            line = (entry / "stat").read_text()
+            fields = _fields((entry / "stat").read_text())
         except OSError:  # the process ended while we looked
             continue
-        if _parent(line) == pid:
-            total += _ticks(line)
-    return total
+        if int(fields[1]) == pid:
+            ticks[int(entry.name)] = _ticks(fields)
+    return ticks
+
+
+def ticks_between(before: dict[int, int], now: dict[int, int]) -> int:
+    """Ticks this process and its children used between two ``own_ticks`` samples.
+
+    A worker that ended in between (data-loader workers end with every epoch) left its whole total in
+    our reaped-children time, so what it had used before the first sample is taken off again; counting
+    it as gone instead would make its past CPU look like another process's.
+    """
+    grown = sum(t - before.get(p, 0) for p, t in now.items())
+    return grown - sum(t for p, t in before.items() if p not in now)
 
 
 def machine_busy_ticks() -> int:
@@ -101,7 +113,7 @@ class ThreadGovernor:
     cores: int = field(default_factory=usable_cores)
     threads: int = 0
     others_cores: float = 0.0  # the last measurement: cores' worth of CPU other processes used
-    _last: tuple[float, int, int] | None = field(default=None, init=False, repr=False)  # (time, machine, own)
+    _last: tuple[float, int, dict[int, int]] | None = field(default=None, init=False, repr=False)  # time, machine, own
     _enabled: bool = field(default=True, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -117,7 +129,7 @@ class ThreadGovernor:
     def adaptive(self) -> bool:
         return self._enabled
 
-    def _sample(self) -> tuple[float, int, int] | None:
+    def _sample(self) -> tuple[float, int, dict[int, int]] | None:
         try:
             return time.monotonic(), machine_busy_ticks(), own_ticks()
         except (OSError, ValueError, IndexError):  # no /proc (not Linux) or an unexpected format
@@ -132,8 +144,8 @@ class ThreadGovernor:
             return None
         wall = now[0] - self._last[0]
         ticks_per_second = os.sysconf("SC_CLK_TCK")
-        others = ((now[1] - self._last[1]) - (now[2] - self._last[2])) / ticks_per_second / wall
-        self._last, self.others_cores = now, max(0.0, others)
+        others = ((now[1] - self._last[1]) - ticks_between(self._last[2], now[2])) / ticks_per_second / wall
+        self._last, self.others_cores = now, min(float(self.cores), max(0.0, others))
         wanted = threads_for(self.cores - self.others_cores, self.most)
         if wanted == self.threads:
             return None

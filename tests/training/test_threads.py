@@ -13,7 +13,15 @@ import pytest
 import torch
 
 from training.config import RunConfig
-from training.threads import ThreadGovernor, ceiling, machine_busy_ticks, own_ticks, parse_threads, threads_for
+from training.threads import (
+    ThreadGovernor,
+    ceiling,
+    machine_busy_ticks,
+    own_ticks,
+    parse_threads,
+    threads_for,
+    ticks_between,
+)
 
 LINUX = Path("/proc/stat").exists()
 
@@ -60,23 +68,31 @@ def test_fixed_threads_are_set_and_never_change():
 
 
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
-def test_own_ticks_count_a_busy_child_and_machine_ticks_grow():
-    busy_start, own_start = machine_busy_ticks(), own_ticks()
-    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"])
-    try:
-        child.wait(timeout=30)
-    finally:
-        child.kill()
-    # the child is reaped now, so it no longer counts as ours; measure a live one instead
+def test_own_ticks_count_live_and_ended_children_and_machine_ticks_grow():
+    busy_start, start = machine_busy_ticks(), own_ticks()
     live = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(1.0)
         with_child = own_ticks()
-        assert with_child - own_start >= 30  # >= 0.3 s of the live child's CPU (100 ticks/s)
+        assert live.pid in with_child
+        assert ticks_between(start, with_child) >= 30  # >= 0.3 s of the live child's CPU (100 ticks/s)
     finally:
         live.kill()
         live.wait()
-    assert machine_busy_ticks() - busy_start >= 100  # the two busy seconds were seen machine-wide
+    # the child ended and was reaped (like a data-loader worker at the end of an epoch): the ticks it
+    # used before the last sample are not counted again, nor taken off as if another process had used them
+    after = own_ticks()
+    assert live.pid not in after
+    assert 0 <= ticks_between(with_child, after) < 30
+    assert ticks_between(start, after) >= ticks_between(start, with_child)  # nothing it used is lost
+    assert machine_busy_ticks() - busy_start >= 50  # the child's busy second was seen machine-wide
+
+
+def test_ticks_between_pairs_processes_by_id():
+    before = {1: 100, 7: 500}  # this process (1) and a worker (7) that has used 500 ticks
+    assert ticks_between(before, {1: 110, 7: 520}) == 30
+    assert ticks_between(before, {1: 110 + 530}) == 40  # 7 ended: its 530 moved to 1's reaped time; 30 were new
+    assert ticks_between(before, {1: 110, 7: 520, 9: 15}) == 45  # a new worker counts from zero
 
 
 def _detached_busy_process() -> int:
