@@ -1,6 +1,6 @@
 """Single-line decode time on the CPU: a checkpoint against the per-window CNN of the same shape.
 
-    python benchmarks/decode_bench.py [--checkpoint PATH] [--threads 2] [--repeats 20] [--widths 1638 1000 600]
+    python benchmarks/decode_bench.py [--checkpoint PATH] [--threads 2] [--repeats 20] [--widths 1638 1000 600] [--onnx]
 
 For each line width (the lines are 64 px high, as IAM's, so the stem resizes them to the model's
 height) it times ``LineRecognizer.predict`` end to end (stem, model, greedy decoding) on one line,
@@ -8,6 +8,10 @@ after two warm-up calls, and prints the median. The baseline is the same archite
 ``shared_cnn=False`` (one CNN per pixel window: overlapping windows recomputed), measured in the
 same run with the same weights layout and random weights: decode time does not depend on what the
 weights learned. Default checkpoint: the bundled model.
+
+``--onnx`` also times the same checkpoint exported to ONNX and read by ``OnnxLineRecognizer``
+(ONNX Runtime with the same number of threads; needs ``requirements-onnx.txt``), end to end the same
+way, and prints PyTorch / ONNX Runtime (> 1: ONNX Runtime faster).
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ def line_image(width: int, seed: int = 0) -> Image.Image:
     return Image.fromarray(pixels, "L")
 
 
-def median_ms(recognizer: LineRecognizer, image: Image.Image, repeats: int) -> float:
+def median_ms(recognizer, image: Image.Image, repeats: int) -> float:
+    """Median milliseconds of ``recognizer.predict([image])`` after two warm-up calls."""
     for _ in range(2):
         recognizer.predict([image])
     times = []
@@ -65,23 +70,36 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per width")
     parser.add_argument("--widths", type=int, nargs="+", default=[1638, 1000, 600], help="line widths at 64 px high")
+    parser.add_argument("--onnx", action="store_true", help="also time the model exported to ONNX (ONNX Runtime)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     path = args.checkpoint or default_checkpoint()
     model = LineRecognizer(path)
     with tempfile.TemporaryDirectory() as tmp:
         baseline = LineRecognizer(per_window_twin(path, Path(tmp))) if model.config.shared_cnn else None
+        onnx = None
+        if args.onnx:
+            from text_recognizer.export import export_recognizer
+            from text_recognizer.onnx_recognizer import OnnxLineRecognizer
+
+            onnx = OnnxLineRecognizer(export_recognizer(model, Path(tmp) / "model.onnx", "onnx"), threads=args.threads)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {path} "
               f"(height {model.config.height}, shared_cnn={model.config.shared_cnn})")
-        print(f"{'width@64px':>10} {'model ms':>9} {'per-window ms':>14} {'ratio':>6}")
+        onnx_header = f" {'onnx ms':>8} {'torch/onnx':>10}" if onnx is not None else ""
+        print(f"{'width@64px':>10} {'model ms':>9} {'per-window ms':>14} {'ratio':>6}{onnx_header}")
         for width in args.widths:
             image = line_image(width)
             ours = median_ms(model, image, args.repeats)
+            row = f"{width:>10} {ours:>9.1f}"
             if baseline is None:
-                print(f"{width:>10} {ours:>9.1f} {'-':>14} {'-':>6}")
-                continue
-            theirs = median_ms(baseline, image, args.repeats)
-            print(f"{width:>10} {ours:>9.1f} {theirs:>14.1f} {theirs / ours:>6.2f}")
+                row += f" {'-':>14} {'-':>6}"
+            else:
+                theirs = median_ms(baseline, image, args.repeats)
+                row += f" {theirs:>14.1f} {theirs / ours:>6.2f}"
+            if onnx is not None:
+                exported = median_ms(onnx, image, args.repeats)
+                row += f" {exported:>8.1f} {ours / exported:>10.2f}"
+            print(row)
 
 
 if __name__ == "__main__":
