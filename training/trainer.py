@@ -666,11 +666,12 @@ def _start_logging(run: Run, fresh: bool) -> None:
     run.sample_images = [run.data.val_set[i].image for i in range(min(len(run.data.val_set), wanted))]
 
 
-def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: bool = False) -> Checkpoint:
+def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: bool = False,
+                   shipped: bool = False) -> Checkpoint:
     """The run's model as a checkpoint bundle; ``with_train_state`` adds what ``--resume`` needs (``last.pt``).
 
-    ``last.pt`` holds the raw weights (training continues from them; the average rides in its train
-    state), ``best.pt`` the validated ones: the average with ``--ema-decay``.
+    The weights are the raw ones (training continues from them; with ``--ema-decay`` the average rides
+    in the train state), or with ``shipped`` the validated ones (``best.pt``: the average, if any).
     """
     config, state = run.config, run.state
     train_state = None
@@ -686,7 +687,7 @@ def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: boo
     return Checkpoint(
         model_config=config.model,
         codec=run.codec,
-        model_state=(run.model if with_train_state else run.shipped_model).state_dict(),
+        model_state=(run.shipped_model if shipped else run.model).state_dict(),
         decoding=Decoding(OUTPUT_KIND_OF_LOSS[config.run.loss], "natural" if config.data.detokenize else "as_labelled"),
         provenance=Provenance(
             data=run.datasets.description,
@@ -917,9 +918,9 @@ def validate_and_checkpoint(run: Run) -> EvalResult:
         f"cer {result.cer:.4f} wer {result.wer:.4f} | best {state.best_cer:.4f} | {state.elapsed / 60:.1f} min"
     )
     _watch_blank_collapse(run, result)
-    save_last(run, result.cer)
+    save_last(run, result.cer if run.average is None else None)  # the CER scored the average, not last.pt's weights
     if improved and distributed.is_main():
-        save_checkpoint(run_checkpoint(run, result.cer), run.run_dir / "best.pt")
+        save_checkpoint(run_checkpoint(run, result.cer, shipped=True), run.run_dir / "best.pt")
         for logger in run.loggers:
             logger.log_checkpoint(run.run_dir / "best.pt", True, result.metrics())
     return result

@@ -60,6 +60,8 @@ def test_best_holds_the_average_and_last_the_raw_weights(tmp_path):
     assert average["updates"] == 8 and average["decay"] == 0.9
     raw = last.model_state
     assert any(not torch.equal(raw[k], average["model_state"][k]) for k in raw)  # the average lags the weights
+    assert last.provenance.val_cer is None  # validation scored the average, not these weights
+    assert best.provenance.val_cer == summary["best_val_cer"]
     if summary["best_epoch"] == 2:  # best at the last validation: it is the average at that point
         assert all(torch.equal(best.model_state[k], average["model_state"][k]) for k in raw)
 
