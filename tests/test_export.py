@@ -8,7 +8,9 @@ absolute, which is far below what changes an argmax on these models (texts must 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
+from text_recognizer.ctc.lm import bundle_path, load_bundle, save_bundle
 from text_recognizer.data.folder import read_labels
 from text_recognizer.export import ExportableRecognizer, _slide, export_onnx, export_recognizer, export_torchscript
 from text_recognizer.models import ModelConfig, build_model
@@ -81,19 +84,66 @@ def test_round_trip_on_fixed_inputs(tmp_path, kind, shared):
         assert onnx_frames.tolist() == frames.tolist()
 
 
-def test_bundled_model_onnx_reads_like_pytorch(tmp_path):
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    """The bundled model exported to ONNX once, with its decoder bundle beside it."""
+    return export_recognizer(LineRecognizer(), tmp_path_factory.mktemp("onnx") / "default.onnx", "onnx")
+
+
+def same_reading(ours, theirs) -> None:
+    """Same texts, words and character boxes; confidences within ONNX Runtime's numeric tolerance."""
+    assert [line.text for line in theirs] == [line.text for line in ours]
+    assert max(abs(a.confidence - b.confidence) for a, b in zip(ours, theirs)) < 1e-3
+    for a, b in zip(ours, theirs):
+        assert [(w.text, w.start, w.end) for w in a.words] == [(w.text, w.start, w.end) for w in b.words]
+        assert [(c.text, c.start, c.end) for c in a.chars] == [(c.text, c.start, c.end) for c in b.chars]
+        assert max((abs(x.confidence - y.confidence) for x, y in zip(a.chars, b.chars)), default=0.0) < 1e-3
+
+
+def test_bundled_model_onnx_reads_like_pytorch(exported):
     from text_recognizer.onnx_recognizer import OnnxLineRecognizer
 
-    recognizer = LineRecognizer(decoder_bundle=False)  # ONNX decodes greedily without the calibration bundle
-    path = export_recognizer(recognizer, tmp_path / "default.onnx", "onnx")
-    onnx_recognizer = OnnxLineRecognizer(path, batch_size=3)
+    recognizer = LineRecognizer()
+    assert bundle_path(exported).is_file()  # the LM, beam settings and calibration travel with the export
+    onnx_recognizer = OnnxLineRecognizer(exported, batch_size=3)
+    assert onnx_recognizer.bundle is not None and onnx_recognizer.decoder.calibration is not None
     assert onnx_recognizer.metadata["charset"] == recognizer.codec.charset
     assert onnx_recognizer.metadata["height"] == recognizer.height
     assert onnx_recognizer.metadata["version"] == recognizer.metadata["version"]
+    assert onnx_recognizer.metadata["model_sha256"] == hashlib.sha256(DEFAULT_CHECKPOINT.read_bytes()).hexdigest()
     images = [r.path for r in read_labels(FIXTURES)]
-    ours, theirs = recognizer.predict_lines(images), onnx_recognizer.predict_lines(images)
-    assert [line.text for line in theirs] == [line.text for line in ours]
-    assert max(abs(a.confidence - b.confidence) for a, b in zip(ours, theirs)) < 1e-3
+    ours = recognizer.predict_lines(images)
+    same_reading(ours, onnx_recognizer.predict_lines(images))
+    raw = OnnxLineRecognizer(exported, decoder_bundle=False).predict_lines(images)  # no bundle: raw confidences
+    same_reading(LineRecognizer(decoder_bundle=False).predict_lines(images), raw)
+    assert max(abs(a.confidence - b.confidence) for a, b in zip(ours, raw)) > 0.01  # calibration changes them
+
+
+def test_onnx_beam_search_reads_like_pytorch(exported):
+    from text_recognizer.onnx_recognizer import OnnxLineRecognizer
+
+    images = [r.path for r in read_labels(FIXTURES)]
+    ours = LineRecognizer(decoder="beam").predict_lines(images)
+    theirs = OnnxLineRecognizer(exported, decoder="beam", beam_options={"beam_width": 8}).predict_lines(images)
+    assert OnnxLineRecognizer(exported, decoder="beam").decoder.has_lm
+    same_reading(LineRecognizer(decoder="beam", beam_options={"beam_width": 8}).predict_lines(images), theirs)
+    assert [line.text for line in ours] == [line.text for line in theirs]  # beam 8 reads these as the tuned width
+
+
+def test_a_bundle_tuned_for_another_model_warns(exported, tmp_path):
+    from text_recognizer.onnx_recognizer import OnnxLineRecognizer
+
+    bundle = load_bundle(bundle_path(exported))
+    other = save_bundle({**bundle, "model_sha256": "0" * 64}, tmp_path / "other.decoder.pt")
+    with pytest.warns(UserWarning, match="tuned and calibrated for another model"):
+        OnnxLineRecognizer(exported, decoder_bundle=other)
+    with pytest.warns(UserWarning, match="tuned and calibrated for another model"):
+        LineRecognizer(decoder_bundle=other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # its own bundle: no warning
+        OnnxLineRecognizer(exported)
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        OnnxLineRecognizer(exported, decoder="viterbi")
 
 
 def test_export_model_command_formats(tmp_path, capsys):
@@ -114,16 +164,20 @@ def test_export_model_command_formats(tmp_path, capsys):
     assert "missing.pt" in capsys.readouterr().err
 
 
-def test_recognizer_cli_with_onnx_runtime(tmp_path, capsys):
+def test_recognizer_cli_with_onnx_runtime(exported, capsys):
     from text_recognizer.recognizer import main as recognize_main
 
-    path = export_recognizer(LineRecognizer(), tmp_path / "default.onnx", "onnx")
+    path = exported
     assert recognize_main([str(FIXTURES), "--format", "jsonl", "--progress", "never"]) == 0
     with_torch = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert recognize_main([str(FIXTURES), "--onnx", str(path), "--format", "jsonl", "--progress", "never"]) == 0
     with_onnx = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["text"] for r in with_onnx] == [r["text"] for r in with_torch] and len(with_onnx) == 8
-    assert recognize_main([str(FIXTURES), "--onnx", str(tmp_path / "nope.onnx")]) == 2
+    assert all(abs(a["confidence"] - b["confidence"]) < 1e-3 for a, b in zip(with_onnx, with_torch))
+    assert recognize_main([str(FIXTURES), "--onnx", str(path), "--decoder", "beam", "--format", "jsonl",
+                           "--progress", "never"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 8
+    assert recognize_main([str(FIXTURES), "--onnx", str(path.with_name("nope.onnx"))]) == 2
     assert "nope.onnx does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         recognize_main([str(FIXTURES), "--onnx", str(path), "--checkpoint", str(DEFAULT_CHECKPOINT)])

@@ -12,7 +12,10 @@ decoder needs:
 
 Greedy decoding: argmax per frame over the first ``frames[b]`` frames, merge repeats, drop blanks,
 map id ``k`` to ``charset[k - 1]``. The charset, height and window geometry travel inside the file:
-ONNX ``metadata_props`` / TorchScript extra file ``text_recognizer.json`` (see :func:`export_metadata`).
+ONNX ``metadata_props`` / TorchScript extra file ``text_recognizer.json`` (see :func:`export_metadata`),
+with the sha256 of the checkpoint it came from. The recognizer's decoder bundle (language model, beam
+settings, confidence calibration) is written beside the file (``model.onnx`` -> ``model.decoder.pt``),
+where ``OnnxLineRecognizer`` finds it, so an exported model reads and scores lines as the checkpoint does.
 
 The graph is traced from the model's own layers; only the sliding window is written differently:
 ``Tensor.unfold`` over a dynamic width has no ONNX export, so the windows are stacked slices of the
@@ -22,6 +25,7 @@ feature map (the same numbers; checked against PyTorch in the tests).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -31,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from text_recognizer.codec import Codec
+from text_recognizer.ctc.lm import bundle_path, save_bundle
 from text_recognizer.models.blocks import length_mask
 from text_recognizer.models.config import ModelConfig
 
@@ -174,4 +179,8 @@ def export_recognizer(recognizer, path: str | Path, fmt: str) -> Path:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     exporter = export_onnx if fmt == "onnx" else export_torchscript
     extra = {k: recognizer.metadata[k] for k in ("version", "licence", "val_cer") if k in recognizer.metadata}
-    return exporter(recognizer.model.cpu().eval(), recognizer.config, recognizer.codec, path, recognizer.loss, extra)
+    extra["model_sha256"] = hashlib.sha256(recognizer.path.read_bytes()).hexdigest()  # what bundles are tuned for
+    path = exporter(recognizer.model.cpu().eval(), recognizer.config, recognizer.codec, path, recognizer.loss, extra)
+    if recognizer.bundle is not None:  # LM, beam settings and calibration travel beside the file
+        save_bundle(recognizer.bundle, bundle_path(path))
+    return path

@@ -1,9 +1,13 @@
 """Read lines with an exported ONNX model through ONNX Runtime, the same way ``LineRecognizer`` does.
 
-Why: it is the reference for how an exported file is used (the stem, padding, greedy decoding in
-NumPy from the file's own metadata), it checks exports against PyTorch on real lines, and it is what
-``benchmarks/onnx_bench.py`` times. ``onnxruntime`` is an optional dependency
-(``pip install -r requirements-onnx.txt``); PyTorch stays the default everywhere.
+Why: it is the reference for how an exported file is used (the stem, padding, decoding from the
+file's own metadata), it checks exports against PyTorch on real lines, and it is what
+``benchmarks/onnx_bench.py`` times. Only the network runs in ONNX Runtime; decoding is the same
+``LineDecoder`` as PyTorch's, with the same decoder bundle (``text_recognizer.ctc.lm``: language model,
+tuned beam settings, confidence calibration), so texts, word and character positions and calibrated
+confidences match ``LineRecognizer``'s, greedy or beam. ``training/export_model.py --format onnx``
+writes the bundle beside the file (``model.onnx`` -> ``model.decoder.pt``). ``onnxruntime`` is an
+optional dependency (``pip install -r requirements-onnx.txt``); PyTorch stays the default everywhere.
 """
 
 from __future__ import annotations
@@ -12,43 +16,38 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 from PIL import Image
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.decode import DecodedLine, collapse
+from text_recognizer.ctc.decode import DecodedLine, ctc_decode
+from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder
+from text_recognizer.ctc.lm import bundle_path, choose_bundle, load_bundle
 from text_recognizer.data.folder import open_image
 from text_recognizer.data.lines import pad_lines, width_sorted_chunks
 from text_recognizer.export import METADATA_KEY
+from text_recognizer.recognizer import oriented_size
 from text_recognizer.stem import preprocess
 
 
-def greedy_decode(log_probs: np.ndarray, frames: np.ndarray, codec: Codec,
-                  collapse_repeats: bool = True) -> list[DecodedLine]:
-    """NumPy greedy CTC decoding of ``(B, T, C)`` log-probabilities, as ``text_recognizer.ctc.decode``."""
-    best = log_probs.argmax(-1)  # (B, T)
-    best_log_prob = log_probs.max(-1)  # (B, T)
-    lines = []
-    for b in range(log_probs.shape[0]):
-        n = int(frames[b])
-        ids = best[b, :n].tolist()
-        ids = collapse(ids) if collapse_repeats else [i for i in ids if i != 0]
-        confidence = float(np.exp(best_log_prob[b, :n].astype(np.float64).mean())) if n > 0 else 0.0
-        lines.append(DecodedLine(codec.decode(ids), confidence))
-    return lines
-
-
 class OnnxLineRecognizer:
-    """``predict``/``predict_lines`` over an ONNX file written by ``text_recognizer.export``."""
+    """``predict``/``predict_lines`` over an ONNX file written by ``text_recognizer.export``.
 
-    def __init__(self, path: str | Path, batch_size: int = 16, threads: int | None = None):
+    ``decoder``, ``decoder_bundle``, ``use_lm`` and ``beam_options`` mean what they mean for
+    ``LineRecognizer``; the default bundle is the one exported beside the file, if any.
+    """
+
+    def __init__(self, path: str | Path, batch_size: int = 16, threads: int | None = None, decoder: str = "greedy",
+                 decoder_bundle: str | Path | bool | None = None, use_lm: bool = True,
+                 beam_options: dict | None = None):
         try:
             import onnxruntime
         except ImportError as error:
             raise ImportError("OnnxLineRecognizer needs onnxruntime: pip install -r requirements-onnx.txt") from error
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
         self.path = Path(path)
         if not self.path.is_file():
             raise ValueError(f"ONNX model {self.path} does not exist")
@@ -64,29 +63,54 @@ class OnnxLineRecognizer:
         self.codec = Codec(self.metadata["charset"])
         self.height = int(self.metadata["height"])
         self.window_width = int(self.metadata["window_width"])
+        self.window_stride = int(self.metadata["window_stride"])
+        self.is_ctc = bool(self.metadata.get("collapse_repeats", True))
         self.batch_size = batch_size
+        if decoder == "beam" and not self.is_ctc:
+            raise ValueError(f"decoder='beam' needs a CTC model; {self.path} is a per-window (NLL) model")
+        beside = bundle_path(self.path)
+        exported = lambda: load_bundle(beside, self.codec) if beside.is_file() else None  # noqa: E731
+        self.bundle = choose_bundle(decoder_bundle, exported, self.codec, lambda: self.metadata.get("model_sha256"),
+                                    str(self.path))
+        self.decoder = LineDecoder(self.codec, decoder, self.bundle, use_lm=use_lm, **(beam_options or {}))
 
     def preprocess(self, image: Image.Image | str | Path) -> torch.Tensor:
+        """The shared stem at this model's height: ``(1, H, W)``."""
         if isinstance(image, (str, Path)):
             image = open_image(Path(image))
         return preprocess(image, self.height)
 
-    def predict_tensors(self, lines: Sequence[torch.Tensor]) -> list[DecodedLine]:
-        """Decode preprocessed ``(1, H, W)`` lines, batched by similar width, results in input order."""
+    def predict_tensors(self, lines: Sequence[torch.Tensor],
+                        image_sizes: Sequence[tuple[int, int]] | None = None) -> list[DecodedLine]:
+        """Decode preprocessed ``(1, H, W)`` lines, batched by similar width, results in input order.
+
+        ``image_sizes`` (original ``(width, height)`` per line) puts positions in the original images' pixels.
+        """
+        if image_sizes is not None and len(image_sizes) != len(lines):
+            raise ValueError(f"image_sizes has {len(image_sizes)} entries for {len(lines)} lines")
         results: list[DecodedLine | None] = [None] * len(lines)
         for chunk in width_sorted_chunks([line.shape[-1] for line in lines], self.batch_size):
             batch, widths = pad_lines([lines[i] for i in chunk], min_width=self.window_width)  # (B, 1, H, W), (B,)
-            feeds = {"images": batch.numpy(), "widths": widths.numpy().astype(np.int64)}
-            log_probs, frames = self.session.run(None, feeds)
-            decoded = greedy_decode(log_probs, frames, self.codec, self.metadata.get("collapse_repeats", True))
-            for i, line in zip(chunk, decoded):
-                results[i] = line
+            log_probs, frames = self.session.run(None, {"images": batch.numpy(), "widths": widths.numpy()})
+            log_probs, frames = torch.from_numpy(log_probs), torch.from_numpy(frames)  # (B, T, C), (B,)
+            if not self.is_ctc:  # per-window (NLL) baseline: every frame is a character
+                for i, line in zip(chunk, ctc_decode(log_probs, self.codec, frames, collapse_repeats=False)):
+                    results[i] = line
+                continue
+            for row, i in enumerate(chunk):
+                size = image_sizes[i] if image_sizes is not None else None
+                geometry = Geometry.for_line(self.height, self.window_width, self.window_stride,
+                                             lines[i].shape[-1], size)
+                results[i] = self.decoder.decode(log_probs[row, : int(frames[row])], geometry)
         return results  # type: ignore[return-value]
 
     def predict_lines(self, images: Sequence[Image.Image | str | Path]) -> list[DecodedLine]:
-        return self.predict_tensors([self.preprocess(image) for image in images])
+        """Images (PIL or paths) -> decoded lines with confidences, words and characters, in input order."""
+        opened = [open_image(Path(image)) if isinstance(image, (str, Path)) else image for image in images]
+        return self.predict_tensors([self.preprocess(image) for image in opened], [oriented_size(i) for i in opened])
 
     def predict(self, images: Sequence[Image.Image | str | Path] | Image.Image) -> list[str]:
+        """Images -> texts, in input order (a single image gives a one-element list)."""
         if isinstance(images, (Image.Image, str, Path)):
             images = [images]
         return [line.text for line in self.predict_lines(images)]

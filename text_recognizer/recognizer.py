@@ -11,7 +11,6 @@ import argparse
 import hashlib
 import sys
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from PIL import Image
 from text_recognizer.checkpoint import LOSS_OF_OUTPUT_KIND, CheckpointError, load_checkpoint
 from text_recognizer.ctc.decode import DecodedLine, ctc_decode
 from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder, add_decoder_arguments, decoder_kwargs
-from text_recognizer.ctc.lm import LanguageModelError, decoder_bundle_for, load_bundle
+from text_recognizer.ctc.lm import LanguageModelError, choose_bundle, decoder_bundle_for
 from text_recognizer.data.folder import open_image
 from text_recognizer.data.lines import pad_lines, width_sorted_chunks
 from text_recognizer.stem import preprocess
@@ -76,22 +75,14 @@ class LineRecognizer:
         self.batch_size = batch_size
         path = self.path
         try:
-            if decoder_bundle is False:  # explicitly none: no LM, uncalibrated confidences
-                bundle = None
-            elif decoder_bundle is not None:
-                bundle = load_bundle(decoder_bundle, self.codec)
-            else:
-                bundle = decoder_bundle_for(path, self.decoding.decoder, self.codec)
+            bundle = choose_bundle(decoder_bundle, lambda: decoder_bundle_for(path, self.decoding.decoder, self.codec),
+                                   self.codec, lambda: hashlib.sha256(path.read_bytes()).hexdigest(), str(path))
         except LanguageModelError as error:
             raise CheckpointError(str(error)) from error
-        tuned_for = (bundle or {}).get("model_sha256")
-        if tuned_for and tuned_for != hashlib.sha256(path.read_bytes()).hexdigest():
-            warnings.warn(f"the decoder bundle of {path} was tuned and calibrated for another model: confidences and "
-                          "LM settings may be off; rerun benchmarks/decoding.py (see README, Decoding)", stacklevel=2)
         if decoder == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {path} was trained with loss {self.loss!r}")
         self.decoder = LineDecoder(self.codec, decoder, bundle, use_lm=use_lm, **(beam_options or {}))
-        self._bundle, self._use_lm = bundle, use_lm
+        self.bundle, self._use_lm = bundle, use_lm
         self._decoders = {decoder: self.decoder}
         self._decoders_lock = threading.Lock()
 
@@ -103,7 +94,7 @@ class LineRecognizer:
             raise ValueError(f"decoder must be one of {DECODERS}, got {name!r}")
         with self._decoders_lock:
             if name not in self._decoders:
-                self._decoders[name] = LineDecoder(self.codec, name, self._bundle, use_lm=self._use_lm)
+                self._decoders[name] = LineDecoder(self.codec, name, self.bundle, use_lm=self._use_lm)
             return self._decoders[name]
 
     @property
@@ -123,12 +114,8 @@ class LineRecognizer:
 
     def geometry(self, stem_width: int, image_size: tuple[int, int] | None = None) -> Geometry:
         """Frame -> pixel mapping for a line; ``image_size`` (original width, height) scales it back."""
-        scale, width = 1.0, float(stem_width)
-        if image_size is not None:
-            w, h = image_size
-            resized = max(1, round(w * self.config.height / h))  # the stem's width before any padding
-            scale, width = w / resized, float(w)
-        return Geometry(self.config.window_width, self.config.window_stride, scale, width)
+        return Geometry.for_line(self.config.height, self.config.window_width, self.config.window_stride,
+                                 stem_width, image_size)
 
     @torch.inference_mode()
     def predict_tensors(self, lines: Sequence[torch.Tensor], image_sizes: Sequence[tuple[int, int]] | None = None,
@@ -241,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.onnx is not None:
             from text_recognizer.onnx_recognizer import OnnxLineRecognizer
 
-            recognizer = OnnxLineRecognizer(args.onnx, batch_size=args.batch_size)
+            recognizer = OnnxLineRecognizer(args.onnx, batch_size=args.batch_size, **decoder_kwargs(args))
         else:
             recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size,
                                         **decoder_kwargs(args))

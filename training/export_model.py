@@ -8,7 +8,8 @@ and the model card that ``/v1/model`` and the recognizer report (the checkpoint'
 licence) is set from the flags; the training recipe stays in the provenance.
 
 ``--format torchscript`` or ``--format onnx`` writes a model that runs without this package
-(dynamic batch and width; inputs, outputs and the embedded charset: ``text_recognizer/export.py``):
+(dynamic batch and width; inputs, outputs and the embedded charset: ``text_recognizer/export.py``),
+with the checkpoint's decoder bundle beside it (``model.onnx`` -> ``model.decoder.pt``):
 
     python training/export_model.py text_recognizer/artifacts/default.pt model.onnx --format onnx
 """
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
+from text_recognizer.ctc.lm import bundle_path
 from text_recognizer.export import FORMATS as EXPORT_FORMATS
 from text_recognizer.export import export_recognizer
 
@@ -64,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         print(f"exported {args.source} -> {path} ({args.format}, {path.stat().st_size / 2**20:.1f} MiB)")
+        if recognizer.bundle is not None:
+            print(f"decoder bundle (LM, beam settings, calibration) -> {bundle_path(path)}")
         return 0
     card = {"data": args.data, "val_cer": args.val_cer, "val_data": args.val_data, "licence": args.licence,
             "model_version": args.version}

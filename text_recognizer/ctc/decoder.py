@@ -52,6 +52,17 @@ class Geometry:
             start, end = min(start, self.image_width), min(end, self.image_width)
         return start, end
 
+    @classmethod
+    def for_line(cls, height: int, window_width: int, stride: int, stem_width: int,
+                 image_size: tuple[int, int] | None = None) -> Geometry:
+        """A line's geometry: ``stem_width`` preprocessed pixels at ``height``; ``image_size`` (the original
+        ``(width, height)``) scales positions back to the original image, else they stay in stem pixels."""
+        if image_size is None:
+            return cls(window_width, stride, 1.0, float(stem_width))
+        w, h = image_size
+        resized = max(1, round(w * height / h))  # the stem's width before any padding
+        return cls(window_width, stride, w / resized, float(w))
+
 
 def runs(path: Sequence[int]) -> list[tuple[int, int, int]]:
     """Non-blank runs of a frame path as ``(class id, first frame, last frame)``."""

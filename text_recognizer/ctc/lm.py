@@ -25,7 +25,8 @@ import argparse
 import gzip
 import hashlib
 import sys
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -163,6 +164,25 @@ def decoder_bundle_for(checkpoint: str | Path, embedded: dict | None, codec: Cod
         return check_bundle(embedded, codec, f"checkpoint {checkpoint}")
     path = bundle_path(checkpoint)
     return load_bundle(path, codec) if path.is_file() else None
+
+
+def choose_bundle(choice: str | Path | bool | None, default: Callable[[], dict | None], codec: Codec,
+                  model_sha256: Callable[[], str | None], model: str) -> dict | None:
+    """The decoder bundle a recognizer uses, the one rule for PyTorch and ONNX Runtime alike.
+
+    ``choice``: ``False`` for none (greedy decoding, raw confidences), a bundle path, or ``None`` for
+    ``default()`` (the bundle that travels with the model). A bundle records the sha256 of the model it
+    was tuned and calibrated for; when ``model_sha256()`` differs, a warning says so, because its
+    confidences and LM weights would be off for ``model``.
+    """
+    if choice is False:
+        return None
+    bundle = load_bundle(choice, codec) if choice is not None else default()
+    tuned_for = (bundle or {}).get("model_sha256")
+    if tuned_for and tuned_for != model_sha256():
+        warnings.warn(f"the decoder bundle of {model} was tuned and calibrated for another model: confidences and "
+                      "LM settings may be off; rerun benchmarks/decoding.py (see README, Decoding)", stacklevel=3)
+    return bundle
 
 
 def arpa_text(bundle: dict) -> str | None:
