@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.decoder import Geometry, LineDecoder, runs
+from text_recognizer.ctc.decoder import Geometry, LineDecoder, line_features, runs
 from text_recognizer.ctc.lm import build_arpa, make_bundle
 
 CODEC = Codec(" abc")  # blank 0, space 1, a 2, b 3, c 4
@@ -81,3 +81,22 @@ def test_bad_arguments() -> None:
         LineDecoder(CODEC, "greedy", beam_width=3)
     with pytest.raises(ValueError, match="log_probs"):
         LineDecoder(CODEC).decode(torch.zeros(3, 7), Geometry(16, 4))
+
+
+def test_line_features_score_every_run_by_its_own_frames() -> None:
+    """The vectorised per-run scores equal each run's frames read one by one (max log p, max margin)."""
+    generator = torch.Generator().manual_seed(3)
+    for frames in (1, 2, 7, 60):
+        log_probs = torch.randn(frames, 6, generator=generator).log_softmax(-1)  # (T, C)
+        # blanks, single-frame runs, a character repeated across a blank and adjacent different characters
+        path = torch.randint(0, 6, (frames,), generator=generator).tolist()
+        raw = line_features(path, log_probs)
+        best = log_probs.max(-1).values  # (T,)
+        expected = [(i, first, last, float(log_probs[first : last + 1, i].max()),
+                     float((log_probs[first : last + 1, i] - best[first : last + 1]).max()))
+                    for i, first, last in runs(path)]
+        assert [c[:3] for c in raw["chars"]] == [c[:3] for c in expected]
+        assert [c[3:] for c in raw["chars"]] == [pytest.approx(c[3:], abs=1e-6) for c in expected]
+        assert raw["mean_best"] == pytest.approx(float(best.mean()), abs=1e-6)
+    assert line_features([], torch.zeros(0, 6)) == {"chars": [], "mean_best": -50.0}
+    assert line_features([0, 0, 0], torch.zeros(3, 6).log_softmax(-1))["chars"] == []

@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from text_recognizer.codec import BLANK_ID, Codec
@@ -85,14 +86,23 @@ def _logit(logp: float) -> float:
 def line_features(path: Sequence[int], log_probs: torch.Tensor) -> dict:
     """Raw scores of one line's path: per character (spaces too) ``(id, first, last, log p, margin)``."""
     frames = len(path)
-    chars = []
-    best = log_probs[:frames].max(-1).values if frames else log_probs.new_zeros(0)  # (T,)
-    for i, first, last in runs(path):
-        logp = float(log_probs[first : last + 1, i].max())
-        margin = float((log_probs[first : last + 1, i] - best[first : last + 1]).max())
-        chars.append((i, first, last, logp, margin))
-    mean_best = float(best.mean()) if frames else -50.0  # no frames: confidence ~0
-    return {"chars": chars, "mean_best": mean_best}
+    if not frames:
+        return {"chars": [], "mean_best": -50.0}  # no frames: confidence ~0
+    scores = log_probs[:frames].numpy()  # (T, C)
+    best = scores.max(-1)  # (T,)
+    spans = runs(path)
+    if not spans:
+        return {"chars": [], "mean_best": float(best.mean())}
+    # All runs at once (a long line has ~100): each run's frames side by side, reduced per run.
+    ids, firsts, lasts = (np.array(column) for column in zip(*spans))  # (N,) each
+    lengths = lasts - firsts + 1  # (N,)
+    starts = np.cumsum(lengths) - lengths  # (N,) where each run begins among the gathered frames
+    frame = np.repeat(firsts - starts, lengths) + np.arange(int(lengths.sum()))  # (sum of lengths,)
+    own = scores[frame, np.repeat(ids, lengths)]  # (sum of lengths,) each frame's score of its run's character
+    logp = np.maximum.reduceat(own, starts)  # (N,)
+    margin = np.maximum.reduceat(own - best[frame], starts)  # (N,)
+    chars = list(zip(ids.tolist(), firsts.tolist(), lasts.tolist(), logp.tolist(), margin.tolist()))
+    return {"chars": chars, "mean_best": float(best.mean())}
 
 
 def char_features(char: tuple) -> list[float]:
