@@ -105,6 +105,12 @@ def _detached_busy_process() -> int:
 @pytest.mark.skipif(not LINUX, reason="reads /proc")
 def test_auto_gives_a_core_to_another_busy_process_and_takes_it_back_when_it_stops():
     before = torch.get_num_threads()
+    probe = ThreadGovernor(interval_s=1.0, most=2, cores=2)
+    time.sleep(1.2)
+    probe.update()
+    torch.set_num_threads(before)
+    if probe.others_cores > 0.8:  # the drop this test looks for cannot show when the cores are already taken
+        pytest.skip(f"other processes already use {probe.others_cores:.1f} of 2 cores")
     pid = _detached_busy_process()
     try:
         torch.set_num_threads(2)
