@@ -25,6 +25,7 @@ from torch import nn
 
 from text_recognizer.models.blocks import Encoder, conv_blocks, length_mask
 from text_recognizer.models.config import ModelConfig
+from text_recognizer.models.pooling import MaxPool
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class WindowCNN(nn.Module):
                 nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
                 nn.BatchNorm2d(out_channels),
                 nn.ReLU(inplace=True),
-                nn.MaxPool2d(2),
+                MaxPool(2, 2),
             ]
             in_channels = out_channels
         self.conv = nn.Sequential(*stages)
@@ -93,7 +94,7 @@ class SharedWindowCNN(nn.Module):
                 nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
                 nn.BatchNorm2d(out_channels),
                 nn.ReLU(inplace=True),
-                nn.MaxPool2d((2, width_factor)),
+                MaxPool(2, width_factor),
             ]
             in_channels = out_channels
         self.conv = nn.Sequential(*stages)
