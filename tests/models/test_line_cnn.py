@@ -384,6 +384,18 @@ def test_reverse_within_keeps_padding_in_place() -> None:
     assert torch.equal(reverse_within(out, torch.tensor([3, 5])), x)
 
 
+def test_reverse_within_full_lengths_is_a_flip_and_traces_the_general_path() -> None:
+    from text_recognizer.models.blocks import all_full, reverse_within
+
+    x = torch.randn(2, 6, 3)
+    full = torch.tensor([6, 6])
+    assert all_full(full, 6) and not all_full(torch.tensor([6, 5]), 6)
+    assert torch.equal(reverse_within(x, full), x.flip(1))
+    traced = torch.jit.trace(reverse_within, (x, full), check_trace=False)
+    assert "gather" in str(traced.graph)  # not the flip: the trace must hold for padded batches too
+    assert torch.equal(traced(x, torch.tensor([6, 4]))[1], reverse_within(x, torch.tensor([6, 4]))[1])
+
+
 def test_models_saved_before_the_encoder_rework_load_and_predict_the_same() -> None:
     """State dicts of the earlier model structure (Encoder building the LSTM blocks itself) keep their
     keys: ``small_models_v1.pt`` holds a small CRNN and LineCNN, an input and their logits then."""

@@ -66,8 +66,9 @@ class LSTMBlock(nn.Module):
         ahead, _ = self.forward_lstm(y)  # (B, T, hidden)
         behind, _ = self.backward_lstm(reverse_within(y, lengths))  # (B, T, hidden), line read last frame first
         both = torch.cat([ahead, reverse_within(behind, lengths)], dim=-1)  # (B, T, 2*hidden)
-        valid = length_mask(lengths, x.shape[1], x.device)[:, :, None]  # (B, T, 1)
-        both = torch.where(valid, both, 0.0)  # (B, T, 2*hidden): padded frames output 0, as a packed LSTM
+        if not all_full(lengths, x.shape[1]):
+            valid = length_mask(lengths, x.shape[1], x.device)[:, :, None]  # (B, T, 1)
+            both = torch.where(valid, both, 0.0)  # (B, T, 2*hidden): padded frames output 0, as a packed LSTM
         return self.dropout(self.project(both))  # (B, T, D)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -76,6 +77,8 @@ class LSTMBlock(nn.Module):
 
 def reverse_within(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Reverse each sequence's first ``lengths[b]`` frames of ``(B, T, D)``; padding stays in place."""
+    if all_full(lengths, x.shape[1]):
+        return x.flip(1)  # (B, T, D): no padding (one line alone), a plain flip is ~5x cheaper than the gather
     steps = torch.arange(x.shape[1], device=x.device)[None, :]  # (1, T)
     valid = lengths.to(x.device)[:, None]  # (B, 1)
     index = torch.where(steps < valid, valid - 1 - steps, steps)  # (B, T)
@@ -130,6 +133,17 @@ def lstm_blocks(config: ModelConfig, drop_probs: list[float]) -> dict[str, LSTMB
         raise ValueError(f"need {config.lstm_layers} drop probabilities for the LSTM blocks, got {len(drop_probs)}")
     return {f"lstm{i + 1}": LSTMBlock(config.feature_dim, config.lstm_hidden, config.dropout, p)
             for i, p in enumerate(drop_probs)}
+
+
+def all_full(lengths: torch.Tensor, size: int) -> bool:
+    """Whether every length covers all ``size`` frames (no padding): then masks can be skipped.
+
+    ``lengths`` live on the CPU (the models compute them from image widths there), so asking costs
+    no device synchronisation. A trace (TorchScript, ONNX) always takes the general, masked path.
+    """
+    if torch.jit.is_tracing() or lengths.device.type != "cpu":
+        return False
+    return bool((lengths >= size).all())
 
 
 def length_mask(lengths: torch.Tensor, size: int, device: torch.device) -> torch.Tensor:
