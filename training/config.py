@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from text_recognizer.ctc.interctc import InterCTC
+from text_recognizer.ctc.smoothing import check_smoothing
 from text_recognizer.models.config import ModelConfig
 from training.threads import parse_threads
 
@@ -155,6 +156,11 @@ class RunConfig:
         "ctc, or nll: the per-window cross-entropy baseline"
     ), "choices": LOSSES})
     ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
+    label_smoothing: float = field(default=0.0, metadata={"help": (
+        "CTC label smoothing eps in [0, 1): loss = (1 - eps) * CTC + eps * KL(uniform || frame posteriors), "
+        "i.e. each frame's soft CTC target mixed with the uniform distribution "
+        "(text_recognizer/ctc/smoothing.py); 0: off"
+    )})
     precision: str = field(default="32", metadata={"help": (
         "training precision: 32 (float32), bf16 (autocast to bfloat16; CUDA or CPU) or 16-mixed (autocast to "
         "float16 with a gradient scaler; CUDA only). Weights, optimiser state and validation stay float32"
@@ -198,6 +204,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         parse_threads(self.threads)  # validates: 'auto' or a positive number
+        check_smoothing(self.label_smoothing)
         if self.val_every < 1:
             raise ValueError(f"--val-every must be >= 1 (epochs between validations), got {self.val_every}")
         if self.val_batch_size < 1:
@@ -232,6 +239,8 @@ class ExperimentConfig:
     interctc: InterCTCConfig = field(default_factory=InterCTCConfig)
 
     def __post_init__(self) -> None:
+        if self.run.label_smoothing > 0 and self.run.loss != "ctc":
+            raise ValueError(f"--label-smoothing needs --loss ctc, got --loss {self.run.loss}")
         interctc = InterCTC.from_settings(self.interctc.layers, self.interctc.weights)
         if interctc is not None:
             if self.run.loss != "ctc":

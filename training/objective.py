@@ -3,7 +3,8 @@
 ``forward`` runs the model (capturing InterCTC's intermediate outputs when asked),
 ``feasible_rows`` picks the samples CTC can align (``T >= len(label) + adjacent repeats``), and
 ``compute_loss`` is the loss of one training batch: CTC over the feasible samples (plus InterCTC
-terms), or the per-window cross-entropy baseline (``--loss nll``).
+terms, and label smoothing when asked: ``text_recognizer/ctc/smoothing.py``), or the per-window
+cross-entropy baseline (``--loss nll``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import torch.nn.functional as F
 
 from text_recognizer.ctc import ctc_loss, required_frames
 from text_recognizer.ctc.interctc import InterCTC
+from text_recognizer.ctc.smoothing import smoothed_ctc, smoothing_term
 from text_recognizer.data.lines import LineBatch
 
 
@@ -38,13 +40,21 @@ def feasible_rows(frames: torch.Tensor, texts: Sequence[str]) -> torch.Tensor:
 
 
 def compute_loss(
-    model, batch: LineBatch, loss_kind: str, ctc_impl: str, interctc: InterCTC | None = None
+    model,
+    batch: LineBatch,
+    loss_kind: str,
+    ctc_impl: str,
+    interctc: InterCTC | None = None,
+    label_smoothing: float = 0.0,
 ) -> tuple[torch.Tensor, dict]:
     """Loss of one batch and facts about it. Infeasible CTC samples are left out and counted.
 
     ``info["used"]``/``info["infeasible"]`` count the samples. With ``interctc`` the loss is
     InterCTC's weighted total, ``info["interctc"]`` maps each captured layer to its own loss (a
-    float) and ``info["final_loss"]`` holds the final layer's.
+    float) and ``info["final_loss"]`` holds the final layer's. With ``label_smoothing`` > 0 the
+    final layer's loss is ``(1 - eps) * CTC + eps * KL(uniform || posteriors)`` and
+    ``info["ctc_loss"]``/``info["smoothing_loss"]`` hold the two terms (floats), so the plain CTC
+    loss stays comparable with unsmoothed runs.
     """
     logits, captured = forward(model, batch, interctc)  # (B, T, C)
     frames = model.output_lengths(batch.widths)  # (B,)
@@ -61,6 +71,10 @@ def compute_loss(
         batch.target_lengths[rows].to(logits.device),
     )
     loss = ctc_loss(logits[idx], targets, frames, lengths, reduction="mean", impl=ctc_impl)
+    if label_smoothing > 0:
+        smoothing = smoothing_term(logits[idx], frames, lengths)
+        info["ctc_loss"], info["smoothing_loss"] = float(loss.detach()), float(smoothing.detach())
+        loss = smoothed_ctc(loss, smoothing, label_smoothing)
     if interctc is not None:
         layer_losses = interctc.layer_losses(
             model, captured, targets, frames, lengths, rows=idx, reduction="mean", impl=ctc_impl

@@ -735,7 +735,10 @@ def train_one_step(run: Run, batch) -> float | None:
     batch = batch.to(run.device)
     run.guard.before_step(model, _rng_state(run.device))
     with autocast(config.run.precision, run.device):
-        loss, info = compute_loss(run.train_model or model, batch, config.run.loss, config.run.ctc_impl, run.interctc)
+        loss, info = compute_loss(
+            run.train_model or model, batch, config.run.loss, config.run.ctc_impl, run.interctc,
+            label_smoothing=config.run.label_smoothing,
+        )
     loss = loss.float()
     scaler = run.scaler
     run.optimizer.zero_grad(set_to_none=True)
@@ -796,6 +799,8 @@ def train_one_step(run: Run, batch) -> float | None:
         "threads": run.threads.threads if run.threads is not None else torch.get_num_threads(),
         "elapsed_minutes": state.elapsed / 60,
     }
+    if "smoothing_loss" in info:  # the plain CTC term stays comparable with unsmoothed runs
+        metrics["ctc_loss"], metrics["smoothing_loss"] = info["ctc_loss"], info["smoothing_loss"]
     if "interctc" in info:
         metrics["final_loss"] = info["final_loss"]
         metrics.update({f"{run.interctc_names[layer]}_loss": value for layer, value in info["interctc"].items()})
