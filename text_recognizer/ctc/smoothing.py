@@ -22,7 +22,7 @@ import torch
 
 def check_smoothing(eps: float) -> None:
     """Raise ``ValueError`` unless ``eps`` is in ``[0, 1)`` (0: off; 1 would ignore the labels)."""
-    if not (0.0 <= eps < 1.0) or math.isnan(eps):
+    if not 0.0 <= eps < 1.0:  # also false for NaN
         raise ValueError(f"label smoothing must be in [0, 1) (0: off), got {eps}")
 
 
