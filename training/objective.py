@@ -70,9 +70,10 @@ def compute_loss(
         frames[rows].to(logits.device),
         batch.target_lengths[rows].to(logits.device),
     )
-    loss = ctc_loss(logits[idx], targets, frames, lengths, reduction="mean", impl=ctc_impl)
+    kept = logits[idx]  # (B_used, T, C)
+    loss = ctc_loss(kept, targets, frames, lengths, reduction="mean", impl=ctc_impl)
     if label_smoothing > 0:
-        smoothing = smoothing_term(logits[idx], frames, lengths)
+        smoothing = smoothing_term(kept, frames, lengths)
         info["ctc_loss"], info["smoothing_loss"] = float(loss.detach()), float(smoothing.detach())
         loss = smoothed_ctc(loss, smoothing, label_smoothing)
     if interctc is not None:

@@ -19,6 +19,8 @@ import math
 
 import torch
 
+from text_recognizer.models.blocks import length_mask
+
 
 def check_smoothing(eps: float) -> None:
     """Raise ``ValueError`` unless ``eps`` is in ``[0, 1)`` (0: off; 1 would ignore the labels)."""
@@ -39,7 +41,7 @@ def uniform_kl(logits: torch.Tensor, input_lengths: torch.Tensor) -> torch.Tenso
     dtype = torch.promote_types(logits.dtype, torch.float32)
     log_probs = logits.to(dtype).log_softmax(dim=-1)  # (B, T, C)
     per_frame = -log_probs.mean(dim=-1) - math.log(c)  # (B, T): KL(u || p_t) >= 0
-    valid = torch.arange(t, device=logits.device)[None, :] < input_lengths.to(logits.device)[:, None]  # (B, T)
+    valid = length_mask(input_lengths, t, logits.device)  # (B, T)
     return (per_frame * valid).sum(dim=1)  # (B,)
 
 
