@@ -261,7 +261,8 @@ class ExperimentConfig:
     def from_dict(cls, data: dict) -> ExperimentConfig:
         return cls(
             model=ModelConfig.from_dict(data["model"]),
-            data=DataConfig(**{"bucket_batches": 0,  # configs made before bucketing: keep their data order
+            # Configs made before bucketing and --augment-p keep their data order and augmented every line.
+            data=DataConfig(**{"bucket_batches": 0, "augment_p": 1.0,
                                **{k: tuple(v) if isinstance(v, list) else v for k, v in data["data"].items()}}),
             optim=OptimConfig(**data["optim"]),
             run=RunConfig(**data["run"]),

@@ -126,6 +126,13 @@ def test_configs_from_before_bucketing_keep_their_data_order(tmp_path):
     assert ExperimentConfig.from_dict(saved).data.bucket_batches == 0
 
 
+def test_configs_from_before_augment_p_keep_augmenting_every_line(tmp_path):
+    saved = tiny_config(tmp_path).to_dict()
+    del saved["data"]["augment_p"]
+    assert ExperimentConfig.from_dict(saved).data.augment_p == 1.0
+    assert DataConfig().augment_p == 0.5  # while new runs augment half of the lines
+
+
 def test_data_flags_are_validated():
     with pytest.raises(ValueError, match="--bucket-batches"):
         DataConfig(bucket_batches=-1)
