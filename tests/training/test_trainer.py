@@ -36,13 +36,14 @@ class StopAtStep(Logger):
             raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize("stop_at", [3, 4])  # mid-epoch and exactly at an epoch end
-def test_resume_continues_exactly(tmp_path, stop_at):
+# mid-epoch and exactly at an epoch end; Adam's moments and step counts must survive a resume too
+@pytest.mark.parametrize("stop_at, optimizer", [(3, "rmsprop"), (4, "rmsprop"), (3, "adam")])
+def test_resume_continues_exactly(tmp_path, stop_at, optimizer):
     def config(run_dir, resume=False):
         return tiny_config(
             run_dir,
             model={"dropout": 0.2},
-            optim={"max_epochs": 2, "lr_schedule": "cosine", "warmup_steps": 2},
+            optim={"max_epochs": 2, "lr_schedule": "cosine", "warmup_steps": 2, "optimizer": optimizer},
             run={"resume": resume, "seed": 3},
         )
 
