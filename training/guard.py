@@ -188,11 +188,12 @@ def collapse_advice(config, epochs: int, steps: int, share: float, frames_per_fr
                      f"training loss is flat (try {o.lr * 3:.2g}); a longer warm-up helps "
                      f"(--warmup-steps {max(200, 2 * o.warmup_steps)}, now {o.warmup_steps})")
     if o.optimizer in ("adam", "adamw"):
-        lines.append(f"  - optimizer: --optimizer {o.optimizer}; RMSprop (--optimizer rmsprop) is often kinder to CTC")
+        lines.append(f"  - optimizer: --optimizer {o.optimizer}; RMSprop (--optimizer rmsprop) leaves the all-blank "
+                     "phase sooner on some small models at high learning rates (docs/experiments.md)")
     else:
         lines.append("  - optimizer: rmsprop already; check --grad-clip (now "
                      f"{o.grad_clip:g}) and --weight-decay (now {o.weight_decay:g}); "
-                     "Adam with a lower LR is an alternative")
+                     "Adam (--optimizer adam, the default) is an alternative")
     if frames_per_frame_needed is not None:
         advice = (f"  - window stride: --window-stride {m.window_stride} px gives {frames_per_frame_needed:.1f} frames "
                   "per frame the labels need (len + repeats) on validation lines")
