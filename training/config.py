@@ -106,7 +106,8 @@ class DataConfig:
 @dataclass(frozen=True)
 class OptimConfig:
     optimizer: str = field(default="adam", metadata={"help": (
-        "optimiser (adam: ahead of rmsprop at every epoch of the default job and in the IAM recipe, two seeds each; benchmarks/RESULTS.md)"
+        "optimiser (adam: ahead of rmsprop at every epoch of the default job and in the IAM recipe, "
+        "two seeds each; benchmarks/RESULTS.md)"
     ), "choices": OPTIMIZERS})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate"})
     weight_decay: float = field(default=0.0, metadata={"help": "weight decay (decoupled for adamw)"})
