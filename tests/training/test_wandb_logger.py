@@ -22,6 +22,7 @@ from training.wandb_logger import WandbLogger, artifact_name, sample_image
 from .helpers import tiny_config
 
 wandb = pytest.importorskip("wandb")
+from google.protobuf.message import DecodeError  # noqa: E402
 from wandb.proto import wandb_internal_pb2 as pb  # noqa: E402
 
 MODEL_INFO = {"parameters": 1234, "size_mb": 0.01, "ctc_impl": "torch", "device": "cpu"}
@@ -39,6 +40,8 @@ def read_records(path: Path) -> list:
             pos += block - pos % block
             continue
         _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if pos + 7 + length > len(data):  # the writer is still appending this chunk: read it next time
+            break
         chunk, pos = data[pos + 7 : pos + 7 + length], pos + 7 + length
         if kind == 0:
             continue
@@ -59,7 +62,13 @@ class OfflineRun:
         self.dir = files[0].parent
         deadline = time.monotonic() + 30  # W&B's service may still be flushing the log after finish()
         while True:
-            self.records = read_records(files[0])
+            try:
+                self.records = read_records(files[0])
+            except DecodeError:  # caught the service mid-write; a finished log must still parse
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+                continue
             kinds = [r.WhichOneof("record_type") for r in self.records]
             if "exit" in kinds or time.monotonic() > deadline:
                 break
