@@ -80,9 +80,11 @@ def test_crosscheck_in_process(run, capsys, monkeypatch):
     run_dir, dump = run
     clean = crosscheck(dump, checkpoint=str(run_dir / "last.pt"))
     assert clean.logits_finite and clean.used == 4
+    # float32 against float64: the gradient error depends on the CPU's float32 kernels (1.0e-4 on an AMD EPYC
+    # box, 2026-12-02, where earlier machines stayed below it); a loss bug shows up as 1e-2 and more (the verdict)
     assert (
         clean.results["torch_float32"]["max_loss_diff"] < 1e-3
-        and clean.results["torch_float32"]["max_grad_diff"] < 1e-4
+        and clean.results["torch_float32"]["max_grad_diff"] < 1e-3
     )
     assert "agree" in clean.verdict()
     broken = crosscheck(dump)  # the dump's own model: NaN logits
