@@ -13,6 +13,12 @@ integer buffers (batches tracked) come from the last checkpoint. Every input mus
 model config, codec and parameter names and shapes; anything else is refused with the reason. The
 result has no training state (it is a model, not a resume point) and keeps the last input's
 decoding, licence and provenance, with ``step`` cleared because no single step produced it.
+
+``--ema`` takes, from every input that holds one, the exponential moving average of a run with
+``--ema-decay`` instead of its raw weights: a ``last.pt`` keeps the raw weights (training continues
+from them) and the average in its training state, and the average at the end of a run is usually
+the copy worth keeping. One input averages to that copy alone (the run's final average as a model).
+An input without an average is refused with ``--ema``, so a mix-up cannot pass silently.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import torch
 
 from text_recognizer.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 
-__all__ = ["average_checkpoints", "average_states"]
+__all__ = ["average_checkpoints", "average_states", "ema_weights"]
 
 
 def average_states(states: list[dict]) -> dict:
@@ -55,6 +61,17 @@ def average_states(states: list[dict]) -> dict:
     return averaged
 
 
+def ema_weights(bundle: Checkpoint) -> Checkpoint:
+    """``bundle`` with its weight average (``--ema-decay``, kept in a ``last.pt``) as the model's weights."""
+    average = (bundle.train_state or {}).get("ema_state")
+    if average is None:
+        raise CheckpointError(
+            f"{bundle.source or 'a checkpoint'} holds no weight average (only a last.pt of a run with "
+            "--ema-decay does; best.pt already holds the average's weights): leave out --ema or this input"
+        )
+    return bundle.replace(model_state=average["model_state"])
+
+
 def average_checkpoints(bundles: list[Checkpoint]) -> Checkpoint:
     """One checkpoint whose weights are the mean of ``bundles``' weights (see the module docstring)."""
     if not bundles:
@@ -81,9 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("checkpoints", type=Path, nargs="+", help="checkpoints of one model (best.pt, last.pt, ...)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the averaged checkpoint")
+    parser.add_argument(
+        "--ema",
+        action="store_true",
+        help="average the inputs' --ema-decay weight averages instead of their raw weights "
+        "(inputs: last.pt files of runs with --ema-decay)",
+    )
     args = parser.parse_args(argv)
     try:
         bundles = [load_checkpoint(path) for path in args.checkpoints]
+        if args.ema:
+            bundles = [ema_weights(bundle) for bundle in bundles]
         averaged = average_checkpoints(bundles)
     except (CheckpointError, ValueError) as error:
         print(f"average_checkpoints.py: {error}", file=sys.stderr)

@@ -11,6 +11,9 @@ from text_recognizer.checkpoint import CheckpointError, load_checkpoint, save_ch
 from text_recognizer.data.folder import read_labels
 from text_recognizer.recognizer import LineRecognizer
 from training.average_checkpoints import average_checkpoints, main
+from training.trainer import fit
+
+from .helpers import tiny_config
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V1_LAST = FIXTURES / "checkpoints" / "v1_run" / "last.pt"
@@ -60,3 +63,24 @@ def test_checkpoints_of_different_models_are_refused_with_the_reason(tmp_path, c
         average_checkpoints([bundle, renamed])
     with pytest.raises(ValueError, match="at least one"):
         average_checkpoints([])
+
+
+def test_ema_takes_the_runs_weight_average_from_last_pt_and_refuses_inputs_without_one(tmp_path, capsys):
+    summary = fit(tiny_config(tmp_path / "run", optim={"max_epochs": 2, "ema_decay": 0.9}, run={"seed": 3}))
+    assert summary["steps"] == 8
+    last_path = tmp_path / "run" / "last.pt"
+    last = load_checkpoint(last_path)
+    average = last.train_state["ema_state"]["model_state"]
+    out = tmp_path / "final_average.pt"
+    assert main(["--ema", str(last_path), "--out", str(out)]) == 0
+    final = load_checkpoint(out)
+    assert final.train_state is None
+    assert all(torch.equal(final.model_state[k], average[k]) for k in average)
+    assert any(not torch.equal(final.model_state[k], last.model_state[k]) for k in average)  # not the raw weights
+    # without --ema the same file gives its raw weights
+    assert main([str(last_path), "--out", str(tmp_path / "raw.pt")]) == 0
+    raw = load_checkpoint(tmp_path / "raw.pt").model_state
+    assert all(torch.equal(raw[k], last.model_state[k]) for k in raw)
+    capsys.readouterr()
+    assert main(["--ema", str(last_path), str(V1_LAST), "--out", str(tmp_path / "mixed.pt")]) == 2
+    assert "holds no weight average" in capsys.readouterr().err and not (tmp_path / "mixed.pt").exists()

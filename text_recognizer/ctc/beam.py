@@ -36,7 +36,7 @@ class BeamOptions:
     """
 
     beam_width: int = 8
-    lm_weight: float = 1.2
+    lm_weight: float = 1.4
     word_bonus: float = 0.5
     token_beam: int = 10
     threshold: float = 20.0
