@@ -16,9 +16,10 @@ decoding, licence and provenance, with ``step`` cleared because no single step p
 
 ``--ema`` takes, from every input that holds one, the exponential moving average of a run with
 ``--ema-decay`` instead of its raw weights: a ``last.pt`` keeps the raw weights (training continues
-from them) and the average in its training state, and the average at the end of a run is usually
-the copy worth keeping. One input averages to that copy alone (the run's final average as a model).
-An input without an average is refused with ``--ema``, so a mix-up cannot pass silently.
+from them) and the average in its training state; a run's final average can read as well as its
+``best.pt`` and adds to a mean (benchmarks/RESULTS.md, ``…12.03b``). One input averages to that
+copy alone (the run's final average as a model). An input without an average is refused with
+``--ema``, so a mix-up cannot pass silently.
 """
 
 from __future__ import annotations
