@@ -12,17 +12,24 @@ licence) is set from the flags; the training recipe stays in the provenance.
 with the checkpoint's decoder bundle beside it (``model.onnx`` -> ``model.decoder.pt``):
 
     python training/export_model.py text_recognizer/artifacts/default.pt model.onnx --format onnx
+
+A serving checkpoint takes along the decoder bundle tuned for its source (``--decoder-bundle``, else
+the file beside the source, ``best.pt`` -> ``best.decoder.pt``), written beside the target and
+re-stamped with the target's sha256. Why: a bundle records the sha256 of the checkpoint it was tuned
+and calibrated for, and exporting rewrites the file (new bytes, the same float32 weights), so without
+the re-stamp every load of the exported model would warn that its bundle belongs to another model.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import sys
 from pathlib import Path
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
-from text_recognizer.ctc.lm import bundle_path
+from text_recognizer.ctc.lm import LanguageModelError, bundle_path, load_bundle, save_bundle
 from text_recognizer.export import FORMATS as EXPORT_FORMATS
 from text_recognizer.export import export_recognizer
 
@@ -39,6 +46,33 @@ def export(source: Path, target: Path, card: dict) -> Path:
     )
 
 
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def tuned_bundle(source: Path, explicit: Path | None) -> dict | None:
+    """The decoder bundle tuned for ``source``: ``explicit``, else the file beside ``source``, else ``None``.
+
+    A bundle tuned for another model (or one that does not say which) is refused when given
+    explicitly (``ValueError``) and left behind with a note when it merely lies beside the source:
+    carrying it would stamp another model's LM weights and calibration as this one's.
+    """
+    path = explicit if explicit is not None else bundle_path(source)
+    if explicit is None and not path.is_file():
+        return None
+    bundle = load_bundle(path, load_checkpoint(source).codec)
+    tuned_for, source_sha = bundle.get("model_sha256"), file_sha256(source)
+    if tuned_for == source_sha:
+        return bundle
+    why = (f"decoder bundle {path} was tuned for the model with sha256 {tuned_for}, not {source} ({source_sha}); "
+           "rerun benchmarks/decoding.py for it" if tuned_for else
+           f"decoder bundle {path} does not record which model it was tuned for")
+    if explicit is not None:
+        raise ValueError(why)
+    print(f"note: {why}; not carried to the exported model", file=sys.stderr)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="export_model.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -53,12 +87,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("checkpoint", *EXPORT_FORMATS), default="checkpoint",
                         help="checkpoint: a serving checkpoint for this package; torchscript / onnx: a model "
                              "that runs without it (onnx needs requirements-onnx.txt)")
+    parser.add_argument("--decoder-bundle", type=Path, default=None,
+                        help="decoder bundle tuned for SOURCE (benchmarks/decoding.py --bundle-out), written beside "
+                             "TARGET and re-stamped for it; default: SOURCE's own .decoder.pt if there is one")
     args = parser.parse_args(argv)
+    try:  # checked before anything is written; ONNX / TorchScript take the source's bundle as LineRecognizer finds it
+        explicit_or_checkpoint = args.decoder_bundle is not None or args.format == "checkpoint"
+        decoder = tuned_bundle(args.source, args.decoder_bundle) if explicit_or_checkpoint else None
+    except (ValueError, LanguageModelError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if args.format != "checkpoint":
         from text_recognizer.recognizer import LineRecognizer
 
-        try:
-            recognizer = LineRecognizer(args.source)
+        try:  # the ONNX / TorchScript metadata records the source's sha256, so the bundle travels as tuned
+            recognizer = LineRecognizer(args.source, decoder_bundle=args.decoder_bundle)
             recognizer.metadata.update({k: v for k, v in {"version": args.version, "licence": args.licence,
                                                           "val_cer": args.val_cer}.items() if v is not None})
             path = export_recognizer(recognizer, args.target, args.format)
@@ -73,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
             "model_version": args.version}
     path = export(args.source, args.target, card)
     print(f"exported {args.source} -> {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+    if decoder is not None:
+        decoder = {**decoder, "model_sha256": file_sha256(path)}  # same weights, new file (see the module docstring)
+        print(f"decoder bundle (LM, beam settings, calibration) -> {save_bundle(decoder, bundle_path(path))}")
     return 0
 
 

@@ -3,15 +3,19 @@ that reads lines exactly as the training checkpoint it came from."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+import warnings
 from pathlib import Path
 
 import torch
 
 from text_recognizer.checkpoint import FORMAT_VERSION, load_checkpoint
+from text_recognizer.ctc.lm import bundle_path, load_bundle, make_bundle, save_bundle
 from text_recognizer.data.folder import read_labels
 from text_recognizer.recognizer import LineRecognizer
-from training.export_model import main
+from training.export_model import file_sha256, main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V1_LAST = FIXTURES / "checkpoints" / "v1_run" / "last.pt"
@@ -41,3 +45,45 @@ def test_export_of_the_format_1_best_keeps_its_predictions(tmp_path):
     records = read_labels(FIXTURES / "lines")
     predictions = LineRecognizer(target).predict([r.path for r in records])
     assert dict(zip([r.path.name for r in records], predictions)) == expected
+
+
+def tuned_for(checkpoint: Path, sha256: str | None = None) -> dict:
+    """A decoder bundle (no LM, a beam setting) recording ``sha256`` (default: ``checkpoint``'s own)."""
+    bundle = make_bundle(None, load_checkpoint(checkpoint).codec, None, "test", beam={"beam_width": 3})
+    bundle["model_sha256"] = sha256 or hashlib.sha256(checkpoint.read_bytes()).hexdigest()
+    return bundle
+
+
+def test_the_decoder_bundle_tuned_for_the_source_is_restamped_for_the_export(tmp_path, capsys):
+    given = save_bundle(tuned_for(V1_LAST), tmp_path / "tuned" / "lm.decoder.pt")
+    target = tmp_path / "serving.pt"
+    assert main([str(V1_LAST), str(target), "--decoder-bundle", str(given)]) == 0
+    assert "decoder bundle" in capsys.readouterr().out
+    carried = load_bundle(bundle_path(target))
+    assert carried["model_sha256"] == hashlib.sha256(target.read_bytes()).hexdigest()
+    assert carried["beam"] == {"beam_width": 3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "tuned for another model" warning
+        assert LineRecognizer(target).bundle["beam"] == {"beam_width": 3}
+
+
+def test_a_decoder_bundle_for_another_model_is_refused_before_anything_is_written(tmp_path, capsys):
+    given = save_bundle(tuned_for(V1_LAST, "0" * 64), tmp_path / "other.decoder.pt")
+    target = tmp_path / "serving.pt"
+    assert main([str(V1_LAST), str(target), "--decoder-bundle", str(given)]) == 2
+    assert "was tuned for the model with sha256 000" in capsys.readouterr().err
+    assert not target.exists() and not bundle_path(target).exists()
+
+
+def test_the_bundle_beside_the_source_travels_only_if_it_was_tuned_for_it(tmp_path, capsys):
+    source = tmp_path / "run" / "best.pt"
+    source.parent.mkdir()
+    shutil.copy(V1_LAST, source)
+    save_bundle(tuned_for(source), bundle_path(source))
+    assert main([str(source), str(tmp_path / "a.pt")]) == 0
+    assert load_bundle(tmp_path / "a.decoder.pt")["model_sha256"] == file_sha256(tmp_path / "a.pt")
+
+    save_bundle(tuned_for(source, "f" * 64), bundle_path(source))  # stale: tuned for an earlier model
+    assert main([str(source), str(tmp_path / "b.pt")]) == 0
+    assert "not carried" in capsys.readouterr().err
+    assert (tmp_path / "b.pt").is_file() and not (tmp_path / "b.decoder.pt").exists()
