@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import sys
 from pathlib import Path
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
 from text_recognizer.ctc.lm import LanguageModelError, bundle_path, load_bundle, save_bundle
+from text_recognizer.data.download import sha256_file
 from text_recognizer.export import FORMATS as EXPORT_FORMATS
 from text_recognizer.export import export_recognizer
 
@@ -46,10 +46,6 @@ def export(source: Path, target: Path, card: dict) -> Path:
     )
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def tuned_bundle(source: Path, explicit: Path | None) -> dict | None:
     """The decoder bundle tuned for ``source``: ``explicit``, else the file beside ``source``, else ``None``.
 
@@ -61,7 +57,7 @@ def tuned_bundle(source: Path, explicit: Path | None) -> dict | None:
     if explicit is None and not path.is_file():
         return None
     bundle = load_bundle(path, load_checkpoint(source).codec)
-    tuned_for, source_sha = bundle.get("model_sha256"), file_sha256(source)
+    tuned_for, source_sha = bundle.get("model_sha256"), sha256_file(source)
     if tuned_for == source_sha:
         return bundle
     why = (f"decoder bundle {path} was tuned for the model with sha256 {tuned_for}, not {source} ({source_sha}); "
@@ -117,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     path = export(args.source, args.target, card)
     print(f"exported {args.source} -> {path} ({path.stat().st_size / 2**20:.1f} MiB)")
     if decoder is not None:
-        decoder = {**decoder, "model_sha256": file_sha256(path)}  # same weights, new file (see the module docstring)
+        decoder = {**decoder, "model_sha256": sha256_file(path)}  # same weights, new file (see the module docstring)
         print(f"decoder bundle (LM, beam settings, calibration) -> {save_bundle(decoder, bundle_path(path))}")
     return 0
 

@@ -13,9 +13,10 @@ import torch
 
 from text_recognizer.checkpoint import FORMAT_VERSION, load_checkpoint
 from text_recognizer.ctc.lm import bundle_path, load_bundle, make_bundle, save_bundle
+from text_recognizer.data.download import sha256_file
 from text_recognizer.data.folder import read_labels
 from text_recognizer.recognizer import LineRecognizer
-from training.export_model import file_sha256, main
+from training.export_model import main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V1_LAST = FIXTURES / "checkpoints" / "v1_run" / "last.pt"
@@ -81,7 +82,7 @@ def test_the_bundle_beside_the_source_travels_only_if_it_was_tuned_for_it(tmp_pa
     shutil.copy(V1_LAST, source)
     save_bundle(tuned_for(source), bundle_path(source))
     assert main([str(source), str(tmp_path / "a.pt")]) == 0
-    assert load_bundle(tmp_path / "a.decoder.pt")["model_sha256"] == file_sha256(tmp_path / "a.pt")
+    assert load_bundle(tmp_path / "a.decoder.pt")["model_sha256"] == sha256_file(tmp_path / "a.pt")
 
     save_bundle(tuned_for(source, "f" * 64), bundle_path(source))  # stale: tuned for an earlier model
     assert main([str(source), str(tmp_path / "b.pt")]) == 0
