@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from text_recognizer.models.blocks import Encoder, conv_blocks, length_mask
+from text_recognizer.models.channels_last import ChannelsLastConv2d
 from text_recognizer.models.config import ModelConfig
 from text_recognizer.models.pooling import MaxPool
 
@@ -76,7 +77,8 @@ class WindowCNN(nn.Module):
 class SharedWindowCNN(nn.Module):
     """Conv stages over the whole line, then one linear map per window of the feature map.
 
-    Stage ``i`` is conv3x3 + batch norm + ReLU + max-pool; every stage halves the height, the first
+    Stage ``i`` is conv3x3 + batch norm + ReLU + max-pool (on channels-last activations, see
+    ``channels_last``); every stage halves the height, the first
     ``log2(s)`` also halve the width, so the feature map has one column per ``s`` pixels and a
     window of ``w`` pixels is ``w / s`` columns. Columns past a line's own width are zeroed after
     every stage, so a line gets the same features alone as padded in a batch (the convolutions see
@@ -91,7 +93,7 @@ class SharedWindowCNN(nn.Module):
         in_channels = 1
         for out_channels, width_factor in zip(config.cnn_channels, self.width_factors):
             stages += [
-                nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
+                ChannelsLastConv2d(in_channels, out_channels, 3, padding=1, bias=False),
                 nn.BatchNorm2d(out_channels),
                 nn.ReLU(inplace=True),
                 MaxPool(2, width_factor),
