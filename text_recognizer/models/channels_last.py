@@ -3,8 +3,9 @@
 A convolution takes its output layout from its weight, so a channels-last weight makes the whole
 conv stage (batch norm, ReLU, max-pool and every backward pass) run on NHWC activations, where
 PyTorch's CPU kernels for pooling and batch norm are vectorised over channels. On the 2-core CPU a
-training step of the recipe model is ~1.4x faster in bf16 and ~1.2x in float32 (`benchmarks/
-RESULTS.md`, "Channels-last conv stages"); decode time is unchanged.
+training step of the recipe model is 1.09x faster on ~700-px lines (`benchmarks/train_bench.py
+--layouts`) and up to ~1.45x on 1,000-px lines in bf16, where the conv stages' share is larger
+(`benchmarks/RESULTS.md`, "... channels-last conv stages"); decode time is unchanged.
 
 Converting the (tiny) weight on every call instead of storing it channels-last keeps parameters,
 state dicts and checkpoints in the default contiguous layout, so code that reshapes them with
