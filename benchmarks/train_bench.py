@@ -39,7 +39,7 @@ from training.trainer import autocast
 
 
 def with_nchw_conv_stages(model: nn.Module) -> nn.Module:
-    """``model`` with plain ``nn.Conv2d`` (same weights) in place of every ``ChannelsLastConv2d``: the layout baseline."""
+    """``model`` with plain ``nn.Conv2d`` (same weights) for every ``ChannelsLastConv2d``: the layout baseline."""
     for name, module in list(model.named_modules()):
         if isinstance(module, ChannelsLastConv2d):
             plain = nn.Conv2d(module.in_channels, module.out_channels, module.kernel_size, module.stride,
@@ -124,7 +124,7 @@ def shared_machine(seconds: float, batch_size: int) -> None:
 
 def layouts(batches, steps: int) -> None:
     """The table of ``--layouts``: channels-last conv stages against NCHW ones, float32 and bf16."""
-    print(f"{'precision':<10}{'NCHW lines/s':>14}{'channels-last':>15}{'ratio':>8}   (mean of two alternated runs each)")
+    print(f"{'precision':<10}{'NCHW lines/s':>14}{'channels-last':>15}{'ratio':>8}   (mean of two alternated runs)")
     for precision in ("32", "bf16"):
         runs = {False: [], True: []}
         for _ in range(2):
