@@ -1,4 +1,4 @@
-"""A 3x3 convolution that computes in channels-last (NHWC) layout but stores its weight as usual.
+"""A convolution that computes in channels-last (NHWC) layout but stores its weight as usual.
 
 A convolution takes its output layout from its weight, so a channels-last weight makes the whole
 conv stage (batch norm, ReLU, max-pool and every backward pass) run on NHWC activations, where
