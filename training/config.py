@@ -27,6 +27,7 @@ OPTIMIZERS = ("rmsprop", "adam", "adamw")
 SCHEDULES = ("none", "cosine", "onecycle")
 LOSSES = ("ctc", "nll")
 CTC_IMPLS = ("auto", "triton", "torch")
+CTC_REDUCTIONS = ("line", "char")  # how training/objective.py's batch_ctc_loss averages a batch
 PRECISIONS = ("32", "bf16", "16-mixed")
 DEVICES_HELP = "auto (cuda when available, else cpu), cpu, cuda, cuda:N"
 
@@ -160,6 +161,11 @@ class RunConfig:
         "ctc, or nll: the per-window cross-entropy baseline"
     ), "choices": LOSSES})
     ctc_impl: str = field(default="auto", metadata={"help": "CTC implementation", "choices": CTC_IMPLS})
+    ctc_reduction: str = field(default="line", metadata={"help": (
+        "how a batch's CTC loss is averaged: line (each line's loss over its length, then the mean over lines; "
+        "a short line's characters weigh more) or char (the summed loss over the batch's characters: every "
+        "character weighs the same, as in CER)"
+    ), "choices": CTC_REDUCTIONS})
     label_smoothing: float = field(default=0.0, metadata={"help": (
         "CTC label smoothing eps in [0, 1): loss = (1 - eps) * CTC + eps * KL(uniform || frame posteriors), "
         "i.e. each frame's soft CTC target mixed with the uniform distribution "

@@ -139,7 +139,8 @@ def _compute_loss(model, batch: LineBatch, dump: Checkpoint):
     """The step's loss exactly as ``fit`` computes it (``training.objective.compute_loss``)."""
     config = ExperimentConfig.from_dict(dump.provenance.recipe)
     interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
-    return compute_loss(model, batch, config.run.loss, config.run.ctc_impl, interctc, config.run.label_smoothing)
+    return compute_loss(model, batch, config.run.loss, config.run.ctc_impl, interctc, config.run.label_smoothing,
+                        config.run.ctc_reduction)
 
 
 def replay(

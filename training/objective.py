@@ -18,6 +18,7 @@ from text_recognizer.ctc import ctc_loss, required_frames
 from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.ctc.smoothing import smoothed_ctc, smoothing_term
 from text_recognizer.data.lines import LineBatch
+from training.config import CTC_REDUCTIONS
 
 
 def forward(model, batch: LineBatch, interctc: InterCTC | None = None) -> tuple[torch.Tensor, dict]:
@@ -46,6 +47,7 @@ def compute_loss(
     ctc_impl: str,
     interctc: InterCTC | None = None,
     label_smoothing: float = 0.0,
+    ctc_reduction: str = "line",
 ) -> tuple[torch.Tensor, dict]:
     """Loss of one batch and facts about it. Infeasible CTC samples are left out and counted.
 
@@ -71,19 +73,46 @@ def compute_loss(
         batch.target_lengths[rows].to(logits.device),
     )
     kept = logits[idx]  # (B_used, T, C)
-    loss = ctc_loss(kept, targets, frames, lengths, reduction="mean", impl=ctc_impl)
+    loss = batch_ctc_loss(kept, targets, frames, lengths, ctc_reduction, ctc_impl)
     if label_smoothing > 0:
         smoothing = smoothing_term(kept, frames, lengths)
         info["ctc_loss"], info["smoothing_loss"] = float(loss.detach()), float(smoothing.detach())
         loss = smoothed_ctc(loss, smoothing, label_smoothing)
     if interctc is not None:
         layer_losses = interctc.layer_losses(
-            model, captured, targets, frames, lengths, rows=idx, reduction="mean", impl=ctc_impl
+            model, captured, targets, frames, lengths, rows=idx, reduction=_TORCH_REDUCTION[ctc_reduction],
+            impl=ctc_impl,
         )
+        if ctc_reduction == "char":
+            layer_losses = {layer: value / lengths.sum() for layer, value in layer_losses.items()}
         info["final_loss"] = float(loss.detach())
         info["interctc"] = {layer: float(value.detach()) for layer, value in layer_losses.items()}
         loss = interctc.combine(loss, layer_losses)
     return loss, info
+
+
+_TORCH_REDUCTION = {"line": "mean", "char": "sum"}
+
+
+def batch_ctc_loss(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    frames: torch.Tensor,
+    lengths: torch.Tensor,
+    reduction: str = "line",
+    impl: str = "auto",
+) -> torch.Tensor:
+    """One batch's CTC loss (a scalar) from ``logits`` ``(B, T, C)``, averaged as ``reduction`` says.
+
+    ``line``: each line's loss divided by its length, then the mean over lines (PyTorch's
+    ``reduction="mean"``): a character of a short line weighs more than one of a long line.
+    ``char``: the batch's summed loss divided by its total characters, so every character weighs
+    the same, as it does in the character error rate we report.
+    """
+    if reduction not in CTC_REDUCTIONS:
+        raise ValueError(f"CTC reduction must be one of {CTC_REDUCTIONS}, got {reduction!r}")
+    loss = ctc_loss(logits, targets, frames, lengths, reduction=_TORCH_REDUCTION[reduction], impl=impl)
+    return loss / lengths.sum() if reduction == "char" else loss
 
 
 def nll_loss(logits: torch.Tensor, batch: LineBatch, frames: torch.Tensor) -> torch.Tensor:

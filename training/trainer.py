@@ -737,7 +737,7 @@ def train_one_step(run: Run, batch) -> float | None:
     with autocast(config.run.precision, run.device):
         loss, info = compute_loss(
             run.train_model or model, batch, config.run.loss, config.run.ctc_impl, run.interctc,
-            label_smoothing=config.run.label_smoothing,
+            label_smoothing=config.run.label_smoothing, ctc_reduction=config.run.ctc_reduction,
         )
     loss = loss.float()
     scaler = run.scaler
