@@ -20,6 +20,7 @@ import torch
 from torch.utils.data import ConcatDataset, Dataset, Subset
 
 from text_recognizer.data.folder import FolderLines, image_size
+from text_recognizer.data.font_lines import FontLines
 from text_recognizer.data.lines import EncodedLines, MappedLines
 
 
@@ -44,10 +45,19 @@ def per_line(dataset: Dataset, read: Callable[[Dataset], list | None]) -> list |
 def line_aspects(dataset: Dataset) -> list[float] | None:
     """Width / height of every line of ``dataset`` from its image header, or ``None`` when unknown.
 
-    Synthetic lines are drawn on the fly and have no width until drawn: ``None``. An unreadable
-    header counts as width 0 (the data checks have already dropped or reported such files).
+    Synthetic lines are drawn on the fly and have no width until drawn: ``None``; font lines estimate
+    theirs from their layout. An unreadable header counts as width 0 (the data checks have already
+    dropped or reported such files).
     """
-    return per_line(dataset, lambda d: [_aspect(r.path) for r in d.records] if isinstance(d, FolderLines) else None)
+    return per_line(dataset, _leaf_aspects)
+
+
+def _leaf_aspects(dataset: Dataset) -> list[float] | None:
+    if isinstance(dataset, FolderLines):
+        return [_aspect(r.path) for r in dataset.records]
+    if isinstance(dataset, FontLines):
+        return dataset.aspects()
+    return None
 
 
 def _aspect(path) -> float:

@@ -47,6 +47,12 @@ class DataConfig:
     )})
     synthetic_train_lines: int = field(default=2000, metadata={"help": "synthetic lines per training epoch"})
     synthetic_val_lines: int = field(default=300, metadata={"help": "synthetic validation lines (a fixed set)"})
+    fonts: str = field(default="", metadata={"help": (
+        "folder of handwriting fonts (.ttf/.otf/.woff/.woff2, e.g. script faces from Google Fonts): adds "
+        "--font-train-lines lines drawn with them to each epoch, augmented like folder lines "
+        "(text_recognizer/data/font_lines.py); empty: none"
+    )})
+    font_train_lines: int = field(default=3000, metadata={"help": "font-drawn lines per training epoch (with --fonts)"})
     bad_samples: str = field(default="skip", metadata={"help": (
         "what to do with unreadable, unknown-character or CTC-infeasible samples"
     ), "choices": ("skip", "error")})
@@ -59,7 +65,8 @@ class DataConfig:
     num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes (0: load in the main process)"})
     augment: bool = field(default=True, metadata={"help": (
         "augment the training images (slant, elastic, ink/paper, ruled lines, blur, noise, JPEG; "
-        "text_recognizer/data/augment.py); applies to folder and named datasets, never to validation; "
+        "text_recognizer/data/augment.py); applies to folder and named datasets and --fonts lines, never to "
+        "validation; "
         "synthetic lines have their own variation and are not augmented"
     )})
     augment_p: float = field(default=0.5, metadata={"help": (

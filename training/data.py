@@ -22,6 +22,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.augment import AugmentConfig, build_augmentation
 from text_recognizer.data.checks import DataReport, check_records
 from text_recognizer.data.folder import FolderLines, LineRecord, read_labels
+from text_recognizer.data.font_lines import FontLines
 from text_recognizer.data.lines import EncodedLines, MappedLines
 from text_recognizer.data.page import check_layout_folder, is_layout_folder
 from text_recognizer.data.synthetic import SyntheticLines
@@ -94,7 +95,8 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
 
     ``synthetic`` may be mixed with folders (``--data DIR synthetic``): each epoch then adds
     ``--synthetic-train-lines`` generated lines. Only the folder lines are augmented (the
-    generator has its own variation), and validation never is.
+    generator has its own variation), and validation never is. ``--fonts DIR`` adds
+    ``--font-train-lines`` lines drawn with the folder's handwriting fonts, augmented like folder lines.
     """
     if not config.data:
         raise ValueError("--data needs at least one value: 'synthetic' or a dataset folder")
@@ -122,11 +124,20 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
     else:
         val = SyntheticLines(config.synthetic_val_lines, seed=seed + _VAL_SEED_OFFSET, height=model.height)
     train_parts: list[Dataset] = []
+    augmented = " (augmented)" if config.augment_p >= 1 else f" ({config.augment_p:.0%} augmented)"
+    augmentation = build_augmentation(AugmentConfig(apply_p=config.augment_p)) if config.augment else None
     if folder_train is not None:
-        if config.augment:
-            folder_train = MappedLines(folder_train, build_augmentation(AugmentConfig(apply_p=config.augment_p)))
-            descriptions[-1] += " (augmented)" if config.augment_p >= 1 else f" ({config.augment_p:.0%} augmented)"
+        if augmentation is not None:
+            folder_train = MappedLines(folder_train, augmentation)
+            descriptions[-1] += augmented
         train_parts.append(folder_train)
+    if config.fonts:
+        font_lines: Dataset = FontLines(config.fonts, config.font_train_lines, seed=seed, height=model.height)
+        descriptions.append(f"{config.font_train_lines} font lines/epoch ({len(font_lines.fonts)} fonts, seed {seed})")
+        if augmentation is not None:
+            font_lines = MappedLines(font_lines, augmentation)
+            descriptions[-1] += augmented
+        train_parts.append(font_lines)
     if SYNTHETIC in config.data:
         train_parts.append(SyntheticLines(config.synthetic_train_lines, seed=seed, height=model.height))
         descriptions.append(f"synthetic ({config.synthetic_train_lines} lines/epoch, seed {seed})")

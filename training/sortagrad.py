@@ -13,6 +13,7 @@ from __future__ import annotations
 from torch.utils.data import Dataset
 
 from text_recognizer.data.folder import FolderLines
+from text_recognizer.data.font_lines import FontLines
 from text_recognizer.data.synthetic import SyntheticLines, sample_text
 from training.batching import per_line
 
@@ -28,4 +29,6 @@ def _leaf_label_lengths(dataset: Dataset) -> list[int] | None:
     if isinstance(dataset, SyntheticLines):
         # item i's text is the first draw of its own generator (see SyntheticLines.__getitem__)
         return [len(sample_text(dataset.rng(i), dataset.max_chars)) for i in range(len(dataset))]
+    if isinstance(dataset, FontLines):
+        return dataset.label_lengths()
     return None

@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch.utils.data import ConcatDataset, Subset
 
+from tests.data.test_font_lines import pillow_font
 from text_recognizer.codec import Codec
 from text_recognizer.data.augment import AugmentConfig, build_augmentation
 from text_recognizer.data.folder import FolderLines
@@ -18,6 +19,7 @@ from text_recognizer.data.lines import EncodedLines, MappedLines
 from text_recognizer.data.synthetic import SyntheticLines, render_line
 from training.batching import bucketed_order, line_aspects, padding_efficiency
 from training.config import DataConfig, ExperimentConfig
+from training.data import build_datasets
 from training.loggers import Logger
 from training.trainer import EpochSampler, fit
 
@@ -73,6 +75,32 @@ def test_line_aspects_read_headers_through_the_dataset_wrappers(tmp_path):
     augmented = MappedLines(Subset(ConcatDataset([folder, folder]), [5, 0]), build_augmentation(AugmentConfig()))
     assert line_aspects(EncodedLines(augmented, Codec(), 32)) == [expected[1], expected[0]]
     assert line_aspects(EncodedLines(SyntheticLines(3, seed=0, height=32), Codec(), 32)) is None
+
+
+def test_font_lines_train_beside_folders_and_keep_width_buckets(tmp_path):
+    write_folder(tmp_path / "train", 8)
+    write_folder(tmp_path / "val", 4)
+    fonts = pillow_font(tmp_path / "fonts").parent
+    config = tiny_config(
+        tmp_path / "run",
+        data={
+            "data": (str(tmp_path / "train"),),
+            "val_data": (str(tmp_path / "val"),),
+            "fonts": str(fonts),
+            "font_train_lines": 8,
+            "augment_p": 1.0,
+            "bucket_batches": 2,
+        },
+        optim={"max_epochs": 1},
+    )
+    datasets = build_datasets(config.data, Codec(), config.model, seed=0)
+    assert len(datasets.train) == 16 and len(datasets.val) == 4
+    assert "8 font lines/epoch (1 fonts, seed 0) (augmented)" in datasets.description
+    aspects = line_aspects(datasets.train)
+    font_lines = datasets.train.lines.datasets[1].lines  # EncodedLines(Concat([folder, Mapped(FontLines)]))
+    assert aspects is not None and aspects[8:] == font_lines.aspects() and all(a > 0.5 for a in aspects)
+    summary = fit(config)
+    assert summary["steps"] == 4  # 16 lines in batches of 4
 
 
 def test_sampler_buckets_later_epochs_and_resumes_mid_epoch():
