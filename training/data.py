@@ -125,15 +125,18 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
         val = SyntheticLines(config.synthetic_val_lines, seed=seed + _VAL_SEED_OFFSET, height=model.height)
     train_parts: list[Dataset] = []
     augmented = " (augmented)" if config.augment_p >= 1 else f" ({config.augment_p:.0%} augmented)"
-    augmentation = build_augmentation(AugmentConfig(apply_p=config.augment_p)) if config.augment else None
+    augmentation = None  # one pipeline for the folder lines and the font lines
+    if config.augment and (folder_train is not None or config.fonts):
+        augmentation = build_augmentation(AugmentConfig(apply_p=config.augment_p))
     if folder_train is not None:
         if augmentation is not None:
             folder_train = MappedLines(folder_train, augmentation)
             descriptions[-1] += augmented
         train_parts.append(folder_train)
     if config.fonts:
-        font_lines: Dataset = FontLines(config.fonts, config.font_train_lines, seed=seed, height=model.height)
-        descriptions.append(f"{config.font_train_lines} font lines/epoch ({len(font_lines.fonts)} fonts, seed {seed})")
+        drawn = FontLines(config.fonts, config.font_train_lines, seed=seed, height=model.height)
+        descriptions.append(f"{config.font_train_lines} font lines/epoch ({len(drawn.fonts)} fonts, seed {seed})")
+        font_lines: Dataset = drawn
         if augmentation is not None:
             font_lines = MappedLines(font_lines, augmentation)
             descriptions[-1] += augmented
