@@ -34,7 +34,7 @@ from text_recognizer.codec import DEFAULT_CHARSET
 from text_recognizer.data.synthetic import sample_text
 from text_recognizer.metadata import LINE_HEIGHT
 
-__all__ = ["FONT_SUFFIXES", "FontLines", "find_fonts", "render_font_line"]
+__all__ = ["FONT_SUFFIXES", "FontLines", "find_fonts"]
 
 FONT_SUFFIXES = (".ttf", ".otf", ".woff", ".woff2")
 _SIZE = 72  # font size in px used for drawing; the line is resized to the model height afterwards
@@ -120,7 +120,7 @@ def _estimated_aspect(plan: _Plan) -> float:
     return plan.width * plan.xscale / max(ascent + descent, 1)
 
 
-def render_font_line(plan: _Plan, rng: np.random.Generator, height: int = LINE_HEIGHT) -> Image.Image:
+def _render(plan: _Plan, rng: np.random.Generator, height: int) -> Image.Image:
     """Draw ``plan``: mode "L", dark ink (0) on white (255), cropped to the ink, ``height`` px high."""
     ascent, descent = _font(plan.font, _SIZE).getmetrics()
     pad = _SIZE
@@ -166,6 +166,7 @@ class FontLines(torch.utils.data.Dataset):
         self.height = int(height)
         self.max_chars = int(max_chars)
         self.charset = charset
+        self._layouts: list[_Plan] | None = None  # every line's plan, made once for aspects / label_lengths
 
     def __len__(self) -> int:
         return self.num_lines
@@ -184,15 +185,20 @@ class FontLines(torch.utils.data.Dataset):
     def _plan(self, rng: np.random.Generator) -> _Plan:
         return _plan(rng, self.fonts, self.max_chars, self.height, self.charset)
 
+    def _all_plans(self) -> list[_Plan]:
+        if self._layouts is None:
+            self._layouts = [self._plan(self._rng(i)) for i in range(self.num_lines)]
+        return self._layouts
+
     def aspects(self) -> list[float]:
         """Estimated width / height of every line, from the layout alone (for width-bucketed batches)."""
-        return [_estimated_aspect(self._plan(self._rng(i))) for i in range(self.num_lines)]
+        return [_estimated_aspect(plan) for plan in self._all_plans()]
 
     def label_lengths(self) -> list[int]:
         """Length of every line's text (for curricula that order lines by label length)."""
-        return [len(self._plan(self._rng(i)).text) for i in range(self.num_lines)]
+        return [len(plan.text) for plan in self._all_plans()]
 
     def __getitem__(self, index: int) -> tuple[Image.Image, str]:
         rng = self._rng(self._index(index))
         plan = self._plan(rng)
-        return render_font_line(plan, rng, self.height), plan.text
+        return _render(plan, rng, self.height), plan.text
