@@ -52,7 +52,7 @@ def find_fonts(font_dir: str | Path) -> list[Path]:
     return fonts
 
 
-@functools.lru_cache(maxsize=256)
+@functools.cache  # bounded by fonts x the ~23 sizes _plan draws; a bounded LRU reloaded fonts on most lines
 def _font(path: str, size: int) -> ImageFont.FreeTypeFont:
     try:
         return ImageFont.truetype(path, size)
