@@ -5,6 +5,7 @@
 #      determinism, float64 agreement, and the sweep of KernelConfig (warps, shift, directions)
 # Each part has its own timeout, so one failure cannot eat the lease. Logs and JSON go to $OUT.
 # Usage on the device: OUT=/some/dir bash benchmarks/gpu_ctc.sh
+# TEST_TIMEOUT / BENCH_TIMEOUT (seconds) shorten the parts when the lease also has to train.
 set -u
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
@@ -13,7 +14,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-}:$PWD"
   python3 -c "import torch, triton, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-timeout 180 python3 -m pytest tests/ctc -q -x -p no:cacheprovider > "$OUT/ctc_tests.log" 2>&1
+timeout ${TEST_TIMEOUT:-180} python3 -m pytest tests/ctc -q -x -p no:cacheprovider > "$OUT/ctc_tests.log" 2>&1
 echo "ctc tests exit $?" >> "$OUT/ctc_tests.log"; tail -3 "$OUT/ctc_tests.log"
-timeout 300 python3 benchmarks/ctc_bench.py --quick --json "$OUT/ctc_bench.json" > "$OUT/ctc_bench.log" 2>&1
+timeout ${BENCH_TIMEOUT:-300} python3 benchmarks/ctc_bench.py --quick --json "$OUT/ctc_bench.json" > "$OUT/ctc_bench.log" 2>&1
 echo "ctc bench exit $?" >> "$OUT/ctc_bench.log"; tail -60 "$OUT/ctc_bench.log"
