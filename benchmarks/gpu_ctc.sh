@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks of the fused CTC loss, in one script for one device lease (about 3 minutes):
-#   1. the CTC test-suite with the Triton kernels compiled for CUDA (no interpreter)
+#   1. the CTC test-suite with the Triton kernels compiled for CUDA (no interpreter; beam-search tests left to CI)
 #   2. benchmarks/ctc_bench.py --quick: speed and memory vs PyTorch/cuDNN, per-kernel GPU time,
 #      determinism, float64 agreement, and the sweep of KernelConfig (warps, shift, directions)
 # Each part has its own timeout, so one failure cannot eat the lease. Logs and JSON go to $OUT.
@@ -14,7 +14,9 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-}:$PWD"
   python3 -c "import torch, triton, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-timeout ${TEST_TIMEOUT:-180} python3 -m pytest tests/ctc -q -x -p no:cacheprovider > "$OUT/ctc_tests.log" 2>&1
+# The beam-search tests need flashlight-text, which the device image lacks; they are CPU code, run by CI.
+timeout ${TEST_TIMEOUT:-180} python3 -m pytest tests/ctc -q -x -p no:cacheprovider \
+    --ignore=tests/ctc/test_beam.py -k "not beam and not kenlm" > "$OUT/ctc_tests.log" 2>&1
 echo "ctc tests exit $?" >> "$OUT/ctc_tests.log"; tail -3 "$OUT/ctc_tests.log"
 timeout ${BENCH_TIMEOUT:-300} python3 benchmarks/ctc_bench.py --quick --json "$OUT/ctc_bench.json" > "$OUT/ctc_bench.log" 2>&1
 echo "ctc bench exit $?" >> "$OUT/ctc_bench.log"; tail -60 "$OUT/ctc_bench.log"

@@ -121,6 +121,7 @@ def export_metadata(config: ModelConfig, codec: Codec, loss: str = "ctc", extra:
         "height": config.height,
         "window_width": config.window_width,
         "window_stride": config.window_stride,
+        "deslant": config.deslant,
         "collapse_repeats": loss == "ctc",
         "inputs": "images (B,1,H,W) float32 ink-high zero-padded, W >= window_width; widths (B,) int64",
         "outputs": "log_probs (B,T,C) float32; frames (B,) int64",

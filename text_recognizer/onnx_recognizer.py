@@ -64,6 +64,7 @@ class OnnxLineRecognizer:
         self.height = int(self.metadata["height"])
         self.window_width = int(self.metadata["window_width"])
         self.window_stride = int(self.metadata["window_stride"])
+        self.deslant = bool(self.metadata.get("deslant", False))  # files exported before the option: off
         self.is_ctc = bool(self.metadata.get("collapse_repeats", True))
         self.batch_size = batch_size
         if decoder == "beam" and not self.is_ctc:
@@ -78,7 +79,7 @@ class OnnxLineRecognizer:
         """The shared stem at this model's height: ``(1, H, W)``."""
         if isinstance(image, (str, Path)):
             image = open_image(Path(image))
-        return preprocess(image, self.height)
+        return preprocess(image, self.height, deslant=self.deslant)
 
     def predict_tensors(self, lines: Sequence[torch.Tensor],
                         image_sizes: Sequence[tuple[int, int]] | None = None) -> list[DecodedLine]:
@@ -100,7 +101,7 @@ class OnnxLineRecognizer:
             for row, i in enumerate(chunk):
                 size = image_sizes[i] if image_sizes is not None else None
                 geometry = Geometry.for_line(self.height, self.window_width, self.window_stride,
-                                             lines[i].shape[-1], size)
+                                             lines[i].shape[-1], size, centred=self.deslant)
                 results[i] = self.decoder.decode(log_probs[row, : int(frames[row])], geometry)
         return results  # type: ignore[return-value]
 

@@ -110,12 +110,12 @@ class LineRecognizer:
         """The shared stem at this model's height: ``(1, H, W)``."""
         if isinstance(image, (str, Path)):
             image = open_image(Path(image))
-        return preprocess(image, self.config.height)
+        return preprocess(image, self.config.height, deslant=self.config.deslant)
 
     def geometry(self, stem_width: int, image_size: tuple[int, int] | None = None) -> Geometry:
         """Frame -> pixel mapping for a line; ``image_size`` (original width, height) scales it back."""
         return Geometry.for_line(self.config.height, self.config.window_width, self.config.window_stride,
-                                 stem_width, image_size)
+                                 stem_width, image_size, centred=self.config.deslant)
 
     @torch.inference_mode()
     def predict_tensors(self, lines: Sequence[torch.Tensor], image_sizes: Sequence[tuple[int, int]] | None = None,

@@ -146,8 +146,8 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
         descriptions.append(f"synthetic ({config.synthetic_train_lines} lines/epoch, seed {seed})")
     train = train_parts[0] if len(train_parts) == 1 else ConcatDataset(train_parts)
     return Datasets(
-        train=EncodedLines(train, codec, model.height),
-        val=EncodedLines(val, codec, model.height),
+        train=EncodedLines(train, codec, model.height, deslant=model.deslant),
+        val=EncodedLines(val, codec, model.height, deslant=model.deslant),
         description=" + ".join(descriptions),
         reports=reports,
     )

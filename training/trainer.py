@@ -383,6 +383,7 @@ def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path, cod
     theirs = load_checkpoint(path, map_location="cpu")
     their_config = theirs.model_config.to_dict()
     training_only = {"dropout", "stochastic_depth", "stochastic_depth_mode", "stochastic_depth_start"}  # no weights
+    training_only.add("deslant")  # a stem setting: the same weights, fine-tuned to the sheared lines
     training_only.add("num_classes")  # follows the alphabet: the output rows are carried over by character below
     differences = {
         k: (their_config[k], v)

@@ -45,24 +45,31 @@ class Geometry:
     stride: int
     scale: float = 1.0
     image_width: float | None = None
+    offset: float = 0.0  # preprocessed columns before the line's first column (deslant padding)
 
     def x_range(self, first: int, last: int) -> tuple[float, float]:
-        start = first * self.stride * self.scale
-        end = (last * self.stride + self.window_width) * self.scale
+        start = max(0.0, first * self.stride - self.offset) * self.scale
+        end = max(0.0, last * self.stride + self.window_width - self.offset) * self.scale
         if self.image_width is not None:
             start, end = min(start, self.image_width), min(end, self.image_width)
         return start, end
 
     @classmethod
     def for_line(cls, height: int, window_width: int, stride: int, stem_width: int,
-                 image_size: tuple[int, int] | None = None) -> Geometry:
+                 image_size: tuple[int, int] | None = None, centred: bool = False) -> Geometry:
         """A line's geometry: ``stem_width`` preprocessed pixels at ``height``; ``image_size`` (the original
-        ``(width, height)``) scales positions back to the original image, else they stay in stem pixels."""
+        ``(width, height)``) scales positions back to the original image, else they stay in stem pixels.
+
+        ``centred``: the stem added its extra columns equally on both sides (deslanting), so the
+        original line starts ``(stem_width - resized width) / 2`` columns in; without it any padding
+        is on the right. Positions are those of the line's middle row.
+        """
         if image_size is None:
             return cls(window_width, stride, 1.0, float(stem_width))
         w, h = image_size
         resized = max(1, round(w * height / h))  # the stem's width before any padding
-        return cls(window_width, stride, w / resized, float(w))
+        offset = max(0.0, (stem_width - resized) / 2) if centred else 0.0
+        return cls(window_width, stride, w / resized, float(w), offset)
 
 
 def runs(path: Sequence[int]) -> list[tuple[int, int, int]]:

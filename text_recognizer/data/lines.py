@@ -61,17 +61,18 @@ class MappedLines(Dataset):
 class EncodedLines(Dataset):
     """Stem + codec over a dataset of ``(PIL image, text)`` (augment the PIL images with ``MappedLines``)."""
 
-    def __init__(self, lines: Dataset, codec: Codec, height: int):
+    def __init__(self, lines: Dataset, codec: Codec, height: int, deslant: bool = False):
         self.lines = lines
         self.codec = codec
         self.height = height
+        self.deslant = deslant  # the model's stem setting (ModelConfig.deslant)
 
     def __len__(self) -> int:
         return len(self.lines)  # type: ignore[arg-type]
 
     def __getitem__(self, index: int) -> LineSample:
         image, text = self.lines[index]
-        tensor = preprocess(image, self.height)  # (1, H, W)
+        tensor = preprocess(image, self.height, deslant=self.deslant)  # (1, H, W)
         ids = torch.tensor(self.codec.encode(text), dtype=torch.int64)  # (L,)
         return LineSample(tensor, ids, text)
 

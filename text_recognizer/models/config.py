@@ -18,6 +18,9 @@ class ModelConfig:
     kind: str = field(default="crnn", metadata={
         "help": "crnn (window CNN + BiLSTM) or line_cnn (window CNN only)", "choices": MODEL_KINDS})
     height: int = field(default=MODEL_HEIGHT, metadata={"help": "input line height in pixels (the stem resizes to it)"})
+    deslant: bool = field(default=False, metadata={
+        "help": "the stem shears each line towards upright strokes (text_recognizer.stem.deslant_line) in "
+                "training and reading alike; no weights, so a model can be fine-tuned with it switched on"})
     window_width: int = field(default=16, metadata={"help": "sliding-window width w in pixels"})
     window_stride: int = field(default=4, metadata={"help": "sliding-window stride s in pixels: T = (W - w) // s + 1"})
     shared_cnn: bool = field(default=True, metadata={
