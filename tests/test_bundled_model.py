@@ -23,7 +23,9 @@ def recognizer() -> LineRecognizer:
 def test_bundled_model_is_small_and_documented(recognizer):
     assert DEFAULT_CHECKPOINT.stat().st_size < 20 * 2**20
     assert "non-commercial" in recognizer.metadata["licence"]
-    assert (DEFAULT_CHECKPOINT.parent / "MODEL_CARD.md").is_file()
+    card = (DEFAULT_CHECKPOINT.parent / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert f"(version `{recognizer.metadata['version']}`)" in card.splitlines()[0]  # the card is this model's
+    assert recognizer.config.deslant == ("Deslanting stem" in card)  # and says how its stem reads lines
 
 
 def test_bundled_model_reads_fixture_lines(recognizer):

@@ -109,6 +109,7 @@ def test_bundled_model_onnx_reads_like_pytorch(exported):
     assert onnx_recognizer.bundle is not None and onnx_recognizer.decoder.calibration is not None
     assert onnx_recognizer.metadata["charset"] == recognizer.codec.charset
     assert onnx_recognizer.metadata["height"] == recognizer.height
+    assert onnx_recognizer.metadata["deslant"] == recognizer.config.deslant  # the stem setting travels too
     assert onnx_recognizer.metadata["version"] == recognizer.metadata["version"]
     assert onnx_recognizer.metadata["model_sha256"] == hashlib.sha256(DEFAULT_CHECKPOINT.read_bytes()).hexdigest()
     images = [r.path for r in read_labels(FIXTURES)]

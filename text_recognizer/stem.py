@@ -14,7 +14,6 @@ import math
 import numpy as np
 import torch
 from PIL import Image, ImageOps
-from scipy import ndimage
 
 from text_recognizer.metadata import LINE_HEIGHT
 
@@ -33,6 +32,8 @@ SLANT_STRENGTH = 0.6
 #: Only edges of strokes within this many degrees of vertical vote for the slant (not ligatures,
 #: t-bars, underlines or ruled lines, which are closer to horizontal).
 _MAX_SLANT_DEGREES = 45.0
+_SLANT_BIN = 0.25  # degrees: the estimate's resolution (0.15 degrees of shear at strength 0.6)
+_SLANT_BINS = int(2 * _MAX_SLANT_DEGREES / _SLANT_BIN)
 
 
 def to_grayscale(image: Image.Image) -> np.ndarray:
@@ -93,6 +94,15 @@ def normalise_ink(gray: np.ndarray) -> np.ndarray:
     return np.clip((ink - paper_level) / scale, 0.0, 1.0).astype(np.float32)
 
 
+def sobel_gradients(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(d/dx, d/dy)`` 3x3 Sobel responses of ``(h, w)``, edges mirrored: ``scipy.ndimage.sobel``'s
+    values in a few whole-array slices, about 10x faster on a 40-px line (~0.1 ms instead of ~1.1)."""
+    p = np.pad(image.astype(np.float32, copy=False), 1, mode="symmetric")
+    rows = p[:-2] + 2 * p[1:-1] + p[2:]  # (h, w + 2) vertical smoothing
+    cols = p[:, :-2] + 2 * p[:, 1:-1] + p[:, 2:]  # (h + 2, w) horizontal smoothing
+    return rows[:, 2:] - rows[:, :-2], cols[2:] - cols[:-2]
+
+
 def estimate_slant(ink: np.ndarray) -> float:
     """Dominant slant of the strokes of an ink-high line ``(h, w)``, in degrees; > 0 leans right.
 
@@ -101,18 +111,18 @@ def estimate_slant(ink: np.ndarray) -> float:
     by edge strength, ignores the odd loop or ligature that a mean would follow. 0 for a line with
     too few edges to tell.
     """
-    gx = ndimage.sobel(ink, axis=1)
-    gy = ndimage.sobel(ink, axis=0)
+    gx, gy = sobel_gradients(ink)
     energy = gx * gx + gy * gy
-    with np.errstate(divide="ignore", invalid="ignore"):
-        angle = np.degrees(np.arctan(gy / gx))  # NaN where gx = gy = 0; +-90 where gx = 0
-    keep = (np.abs(angle) < _MAX_SLANT_DEGREES) & (energy > 0.05 * float(energy.max()))
-    if int(keep.sum()) < 10:
+    # near-vertical strokes: gradient within 45 degrees of horizontal; and not the paper's faint texture
+    keep = (np.abs(gy) < np.abs(gx)) & (energy > 0.05 * float(energy.max()))
+    if int(np.count_nonzero(keep)) < 10:
         return 0.0
-    angles, weights = angle[keep], energy[keep]
-    order = np.argsort(angles)
-    cumulative = np.cumsum(weights[order])
-    return float(angles[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
+    angles = np.degrees(np.arctan(gy[keep] / gx[keep]))  # (-45, 45)
+    # weighted median on a histogram of _SLANT_BIN-degree bins: no sort of every edge pixel
+    bins = np.clip(((angles + _MAX_SLANT_DEGREES) / _SLANT_BIN).astype(np.int64), 0, _SLANT_BINS - 1)
+    cumulative = np.cumsum(np.bincount(bins, weights=energy[keep], minlength=_SLANT_BINS))
+    median_bin = int(np.searchsorted(cumulative, cumulative[-1] / 2))
+    return float(-_MAX_SLANT_DEGREES + (median_bin + 0.5) * _SLANT_BIN)
 
 
 def shear_upright(ink: np.ndarray, degrees: float) -> np.ndarray:
@@ -128,12 +138,17 @@ def shear_upright(ink: np.ndarray, degrees: float) -> np.ndarray:
     pad = math.ceil(abs(tangent) * middle - 1e-9)
     if pad == 0:
         return ink
-    columns = np.arange(w + 2 * pad, dtype=np.float32)
-    source = np.arange(w, dtype=np.float32)
-    out = np.empty((h, w + 2 * pad), dtype=np.float32)
-    for y in range(h):  # output column x of row y reads input column x - pad - (y - middle) * tan
-        out[y] = np.interp(columns - pad - (y - middle) * tangent, source, ink[y], left=0.0, right=0.0)
-    return out
+    # output column x of row y reads input column x + shift[y], shift = -pad - (y - middle) * tan: one
+    # whole-row shift per row, so linear interpolation between two gathered columns, zero paper outside
+    shift = -pad - (np.arange(h) - middle) * tangent  # (h,)
+    whole = np.floor(shift).astype(np.int64)
+    fraction = (shift - whole).astype(np.float32)[:, None]  # (h, 1)
+    margin = 2 * pad + 2  # input columns read: x + shift in [-2 * pad - 1, w + 2 * pad]
+    padded = np.pad(ink, ((0, 0), (margin, margin)))  # (h, w + 2 * margin)
+    index = np.arange(w + 2 * pad)[None, :] + (whole + margin)[:, None]  # (h, w + 2 * pad)
+    left = np.take_along_axis(padded, index, axis=1)
+    right = np.take_along_axis(padded, index + 1, axis=1)
+    return ((1.0 - fraction) * left + fraction * right).astype(np.float32, copy=False)
 
 
 def deslant_line(ink: np.ndarray, strength: float = SLANT_STRENGTH) -> np.ndarray:
