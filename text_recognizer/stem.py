@@ -26,7 +26,8 @@ _MIN_WIDTH = 8
 #: Share of the estimated slant that ``preprocess(..., deslant=True)`` removes. Taking it all away
 #: over-corrects: cursive's upstrokes and loops pull the estimate past the writer's real slant, and
 #: the models were trained on IAM, whose writers lean a little. Measured on the bundled model
-#: (``benchmarks/deslant_strength.py``): 0.6 read best of 0.5-1.25 on IAM val and both out-of-domain sets.
+#: (``benchmarks/deslant_strength.py``): 0.6 read best of 0.4-1.0 on the first half of IAM val and held
+#: up on its second half and on both out-of-domain sets (1.25, in a first probe, was worse everywhere).
 SLANT_STRENGTH = 0.6
 
 #: Only edges of strokes within this many degrees of vertical vote for the slant (not ligatures,
