@@ -155,7 +155,8 @@ class RunConfig:
     run_dir: str = field(default="", metadata={"help": "run directory (default: training/logs/<name>)"})
     resume: bool = field(default=False, metadata={"help": "resume from <run-dir>/last.pt"})
     init_from: str = field(default="", metadata={"help": (
-        "start from the weights of this checkpoint (fine-tuning; same architecture), with a fresh optimiser"
+        "start from the weights of this checkpoint (fine-tuning; same architecture, or more --conv-blocks / "
+        "--lstm-layers: the new blocks start as the identity), with a fresh optimiser"
     )})
     seed: int = field(default=0, metadata={"help": "random seed (data order, initialisation, dropout)"})
     device: str = field(default="auto", metadata={"help": DEVICES_HELP})

@@ -61,6 +61,7 @@ from text_recognizer.data.checks import report_table
 from text_recognizer.data.lines import collate_lines
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
+from text_recognizer.models.growth import growth, new_block_names, zero_residual_branch
 from training import distributed
 from training.alphabet import remap_output_rows
 from training.batching import bucketed_order, line_aspects
@@ -379,23 +380,35 @@ def _check_resume(run_dir: Path, config: ExperimentConfig, codec: Codec | None) 
 
 def _init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path, codec: Codec | None = None) -> None:
     """Start from another checkpoint's weights (fine-tuning); the architectures must match, the alphabets
-    may differ (the shared characters keep their output weights: training/alphabet.py)."""
+    may differ (the shared characters keep their output weights: training/alphabet.py), and the encoder may
+    have more residual blocks (``--conv-blocks``, ``--lstm-layers``), which start as the identity."""
     theirs = load_checkpoint(path, map_location="cpu")
     their_config = theirs.model_config.to_dict()
     training_only = {"dropout", "stochastic_depth", "stochastic_depth_mode", "stochastic_depth_start"}  # no weights
     training_only.add("deslant")  # a stem setting: the same weights, fine-tuned to the sheared lines
     training_only.add("num_classes")  # follows the alphabet: the output rows are carried over by character below
+    try:  # more blocks than the checkpoint: they start as the identity (text_recognizer/models/growth.py)
+        grown = growth(theirs.model_config, config.model)
+    except ValueError as error:
+        raise TrainingError(f"--init-from {path}: {error}") from None
     differences = {
         k: (their_config[k], v)
         for k, v in config.model.to_dict().items()
-        if k not in training_only and their_config[k] != v
+        if k not in training_only and k not in grown and their_config[k] != v
     }
     if differences:
         raise TrainingError(f"--init-from {path}: its model differs from this run's in {differences} (theirs, ours)")
     state = theirs.build_model().state_dict()  # float32, in this version's parameter layout
     state, new = remap_output_rows(state, model.state_dict(), theirs.codec, codec or Codec())
+    added = new_block_names(theirs.model_config, config.model)
+    for name in added:
+        block = model.encoder.blocks[name]
+        zero_residual_branch(block)
+        prefix = f"encoder.blocks.{name}."
+        state.update({prefix + k: v for k, v in block.state_dict().items()})
     model.load_state_dict(state)
-    print(f"initialised the model from {path}" + (f"; new characters start untrained: {''.join(new)!r}" if new else ""))
+    print(f"initialised the model from {path}" + (f"; new characters start untrained: {''.join(new)!r}" if new else "")
+          + (f"; new blocks start as the identity: {', '.join(added)}" if added else ""))
 
 
 def _regulariser_info(model, config: ExperimentConfig, interctc: InterCTC | None) -> dict:
