@@ -9,6 +9,9 @@
 set -u
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
+# The device image lacks rapidfuzz (imported by the calibration tests): the carried .whl/ wheels (device README)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null \
+    && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-}:$PWD"
 { date -u; git log --oneline -1 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import torch, triton, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
