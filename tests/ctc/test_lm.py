@@ -70,6 +70,27 @@ def test_bundle_round_trip_and_errors(tmp_path) -> None:
         load_bundle(tmp_path / "o.pt", CODEC)
 
 
+def test_bundle_stores_the_lm_byte_for_byte_and_reads_old_bundles(tmp_path) -> None:
+    import os
+
+    text = [f"line {i} of the quick brown fox and the lazy dog, {i * 7919 % 1000}" for i in range(400)]
+    codec = Codec(" ,0123456789abcdefghijklmnopqrstuvwxyz")
+    bundle = make_bundle(build_arpa(text, codec, 6), codec, 6, "test")
+    size = len(bundle["lm"]["arpa_gz"])
+    path = save_bundle(bundle, tmp_path / "new.pt")
+    stored = torch.load(path, weights_only=True)["lm"]["arpa_gz"]
+    assert isinstance(stored, torch.Tensor) and stored.dtype == torch.uint8 and stored.numel() == size
+    assert os.path.getsize(path) < size * 1.05 + 4096  # bytes pickled by torch.save grow by ~half
+    loaded = load_bundle(path, codec)
+    assert loaded["lm"]["arpa_gz"] == bundle["lm"]["arpa_gz"] and arpa_text(loaded) == arpa_text(bundle)
+    torch.save(bundle, tmp_path / "old.pt")  # bundles written before the tensor form: bytes
+    assert arpa_text(load_bundle(tmp_path / "old.pt", codec)) == arpa_text(bundle)
+    wrong = dict(bundle, lm=dict(bundle["lm"], arpa_gz=torch.zeros(3, 2, dtype=torch.uint8)))
+    torch.save(wrong, tmp_path / "wrong.pt")
+    with pytest.raises(LanguageModelError, match="corrupt"):
+        load_bundle(tmp_path / "wrong.pt", codec)
+
+
 def test_bundle_is_found_inside_or_next_to_the_checkpoint(tmp_path) -> None:
     bundle = make_bundle(None, CODEC, None, "test")
     checkpoint = tmp_path / "best.pt"

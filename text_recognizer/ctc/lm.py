@@ -11,12 +11,14 @@ Spaces are the token ``|`` (ARPA tokens cannot be blank).
 
 Text sources: a ``.txt`` file is one line of text per line; a folder (or a ``labels.tsv``) is a
 dataset folder whose IAM-tokenised labels are turned into natural spacing (``detokenize``), the
-spacing the recognizer outputs. Never build it from validation or test text.
+spacing the recognizer outputs; ``--running-text`` books and speeches are cut into line-sized pieces
+(``lm_text``). Never build it from validation or test text.
 
 The decoder bundle is a plain-types dict (``torch.load(..., weights_only=True)`` reads it): the
-gzipped ARPA text, the alphabet it was built for, the beam settings tuned for the model and the
-confidence calibration. ``decoder_bundle_for`` is the one place that finds it for a checkpoint:
-inside the checkpoint (``decoding.decoder``) if present, else in the file ``<checkpoint>.decoder.pt``.
+gzipped ARPA text (stored as a uint8 tensor, see ``save_bundle``), the alphabet it was built for,
+the beam settings tuned for the model and the confidence calibration. ``decoder_bundle_for`` is
+the one place that finds it for a checkpoint: inside the checkpoint (``decoding.decoder``) if
+present, else in the file ``<checkpoint>.decoder.pt``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 import torch
 
 from text_recognizer.codec import Codec
+from text_recognizer.ctc.lm_text import read_running_text
 from text_recognizer.ctc.ngram import estimate_kneser_ney, write_arpa
 
 SPACE_TOKEN = "|"
@@ -113,10 +116,26 @@ def bundle_path(checkpoint: str | Path) -> Path:
 
 
 def save_bundle(bundle: dict, path: str | Path) -> Path:
+    """Write ``bundle``; the gzipped ARPA goes in as a uint8 tensor (see ``_arpa_as_tensor``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(bundle, path)
+    torch.save(_arpa_as_tensor(bundle), path)
     return path
+
+
+def _arpa_as_tensor(bundle: dict) -> dict:
+    """``bundle`` with its ``arpa_gz`` bytes as a uint8 tensor, stored raw in the file.
+
+    Why: ``torch.save`` pickles with protocol 2, which writes ``bytes`` as latin-1 text in UTF-8,
+    so gzipped data (half its bytes >= 0x80) grows by half on disk (7.8 MiB of LM -> 11.9 MiB),
+    and ``weights_only`` loading refuses the protocols that write bytes as they are. A tensor is
+    stored byte for byte. ``check_bundle`` turns it back into bytes, so callers only see bytes.
+    """
+    lm = bundle.get("lm")
+    if lm is None or not isinstance(lm.get("arpa_gz"), bytes):
+        return bundle
+    raw = torch.frombuffer(bytearray(lm["arpa_gz"]), dtype=torch.uint8)
+    return {**bundle, "lm": {**lm, "arpa_gz": raw}}
 
 
 def load_bundle(path: str | Path, codec: Codec | None = None) -> dict:
@@ -144,6 +163,13 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
             f"{where} was built for the alphabet {bundle.get('charset')!r}, but the model's is {codec.charset!r}"
         )
     lm = bundle.get("lm")
+    if isinstance(lm, dict) and isinstance(lm.get("arpa_gz"), torch.Tensor):
+        stored = lm["arpa_gz"]
+        if stored.dtype != torch.uint8 or stored.dim() != 1:
+            raise LanguageModelError(f"{where}: the language model is corrupt (a {stored.dtype} tensor "
+                                     f"of shape {tuple(stored.shape)}, not bytes)")
+        lm = {**lm, "arpa_gz": stored.numpy().tobytes()}
+        bundle = {**bundle, "lm": lm}
     if lm is not None:
         try:
             data = gzip.decompress(lm["arpa_gz"])
@@ -186,8 +212,8 @@ def choose_bundle(choice: str | Path | bool | None, default: Callable[[], dict |
 
 
 def arpa_text(bundle: dict) -> str | None:
-    """The bundle's ARPA text (``None`` without an LM)."""
-    lm = bundle.get("lm")
+    """The bundle's ARPA text (``None`` without an LM); reads a bundle as loaded or as stored."""
+    lm = check_bundle(bundle, None, "decoder bundle").get("lm")
     return None if lm is None else gzip.decompress(lm["arpa_gz"]).decode("utf-8")
 
 
@@ -200,6 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("texts", nargs="*", type=Path, default=list(DEFAULT_TEXT),
                         help=".txt files (one line each) or dataset folders (labels.tsv, detokenised); "
                              "default: IAM train + train_extra. Never validation or test text")
+    parser.add_argument("--running-text", nargs="+", type=Path, default=[], metavar="TXT_OR_FOLDER",
+                        help="also running text (books, speeches: .txt files or folders of them), cut into "
+                             "pieces the length of a written line (text_recognizer/ctc/lm_text.py)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the piece lengths of --running-text")
     parser.add_argument("--checkpoint", type=Path, default=None,
                         help="model whose alphabet the LM uses; the bundle goes next to it "
                              "(default: the bundled model)")
@@ -214,10 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint = args.checkpoint or default_checkpoint()
         codec = load_checkpoint(checkpoint).codec
         lines = read_texts(args.texts)
+        if args.running_text:
+            lines += read_running_text(args.running_text, seed=args.seed)
         arpa = build_arpa(lines, codec, args.order)
         out = args.out or bundle_path(checkpoint)
         previous = load_bundle(out, codec) if out.is_file() else {}
-        bundle = make_bundle(arpa, codec, args.order, source=", ".join(map(str, args.texts)),
+        bundle = make_bundle(arpa, codec, args.order, source=", ".join(map(str, [*args.texts, *args.running_text])),
                              beam=previous.get("beam"), calibration=previous.get("calibration"))
         save_bundle(bundle, out)
         if args.arpa:
