@@ -35,7 +35,7 @@ class BeamOptions:
     than this far (log units) below the best are dropped.
     """
 
-    beam_width: int = 8
+    beam_width: int = 16
     lm_weight: float = 1.4
     word_bonus: float = 0.5
     token_beam: int = 10
