@@ -164,11 +164,7 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
         )
     lm = bundle.get("lm")
     if isinstance(lm, dict) and isinstance(lm.get("arpa_gz"), torch.Tensor):
-        stored = lm["arpa_gz"]
-        if stored.dtype != torch.uint8 or stored.dim() != 1:
-            raise LanguageModelError(f"{where}: the language model is corrupt (a {stored.dtype} tensor "
-                                     f"of shape {tuple(stored.shape)}, not bytes)")
-        lm = {**lm, "arpa_gz": stored.numpy().tobytes()}
+        lm = {**lm, "arpa_gz": _stored_bytes(lm["arpa_gz"], where)}
         bundle = {**bundle, "lm": lm}
     if lm is not None:
         try:
@@ -211,10 +207,20 @@ def choose_bundle(choice: str | Path | bool | None, default: Callable[[], dict |
     return bundle
 
 
+def _stored_bytes(stored: bytes | torch.Tensor, where: str) -> bytes:
+    """The gzipped ARPA as bytes, from a loaded bundle (bytes) or a stored one (a uint8 tensor)."""
+    if not isinstance(stored, torch.Tensor):
+        return stored
+    if stored.dtype != torch.uint8 or stored.dim() != 1:
+        raise LanguageModelError(f"{where}: the language model is corrupt (a {stored.dtype} tensor "
+                                 f"of shape {tuple(stored.shape)}, not bytes)")
+    return stored.numpy().tobytes()
+
+
 def arpa_text(bundle: dict) -> str | None:
     """The bundle's ARPA text (``None`` without an LM); reads a bundle as loaded or as stored."""
-    lm = check_bundle(bundle, None, "decoder bundle").get("lm")
-    return None if lm is None else gzip.decompress(lm["arpa_gz"]).decode("utf-8")
+    lm = bundle.get("lm")
+    return None if lm is None else gzip.decompress(_stored_bytes(lm["arpa_gz"], "decoder bundle")).decode("utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
