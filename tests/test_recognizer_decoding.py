@@ -82,7 +82,9 @@ def test_evaluate_with_beam_writes_confidence_columns(bundle_file, tmp_path, cap
     errors = tmp_path / "errors.csv"
     assert evaluate_main(["--checkpoint", str(DEFAULT_CHECKPOINT), "--data", str(FIXTURES), "--decoder", "beam",
                           "--decoder-bundle", str(bundle_file), "--json", "--errors", str(errors)]) == 0
-    assert 0 <= json.loads(capsys.readouterr().out)["cer"] < 0.5
+    scores = json.loads(capsys.readouterr().out)
+    assert set(scores) == {"cer", "wer", "n", "cer_natural", "wer_natural", "cer_iam"}
+    assert 0 <= scores["cer"] < 0.5 and 0 <= scores["wer_natural"] <= 1
     with errors.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert rows and {"confidence", "weakest_word", "weakest_word_confidence"} <= set(rows[0])

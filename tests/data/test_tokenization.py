@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from text_recognizer.data.tokenization import cer_iam, cer_natural, detokenize, tokenize_like_iam
+from text_recognizer.data.tokenization import cer_iam, cer_natural, detokenize, tokenize_like_iam, wer_natural
 
 DEV_VAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "iam" / "val"
 
@@ -56,6 +56,12 @@ def test_cers() -> None:
     assert cer_natural(refs, ["Leeds, Ontaria", "it's fine."]) == pytest.approx(
         1 / 24
     )  # 14 + 10 natural reference characters
+
+
+def test_wer_natural_counts_words_as_written() -> None:
+    refs = ["Leeds , Ontario", "it 's fine ."]
+    assert wer_natural(refs, ["Leeds, Ontario", "it's fine."]) == 0.0
+    assert wer_natural(refs, ["Leeds, Ontaria", "it's fine."]) == pytest.approx(1 / 4)  # 2 + 2 words
 
 
 @pytest.mark.skipif(not (DEV_VAL / "labels.tsv").is_file(), reason="development copy not present")
