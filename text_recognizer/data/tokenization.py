@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from text_recognizer.metrics import cer, wer
 
-__all__ = ["detokenize", "tokenize_like_iam", "cer_iam", "cer_natural"]
+__all__ = ["detokenize", "tokenize_like_iam", "cer_iam", "cer_natural", "wer_natural"]
 
 _ATTACH_LEFT = {",", ".", ";", ":", "!", "?", "...", ")", "..", "...."}
 _ATTACH_RIGHT = {"("}
