@@ -53,6 +53,10 @@ class DataConfig:
         "(text_recognizer/data/font_lines.py); empty: none"
     )})
     font_train_lines: int = field(default=3000, metadata={"help": "font-drawn lines per training epoch (with --fonts)"})
+    font_text: tuple[str, ...] = field(default=(), metadata={"help": (
+        "text for the --fonts lines: .txt files or folders of them (books, letters, text in your alphabet), cut "
+        "at spaces into line-sized pieces (seeded); default: the built-in generator's English-like lines"
+    )})
     bad_samples: str = field(default="skip", metadata={"help": (
         "what to do with unreadable, unknown-character or CTC-infeasible samples"
     ), "choices": ("skip", "error")})
@@ -109,6 +113,8 @@ class DataConfig:
             raise ValueError(f"--charset-min-count must be >= 1, got {self.charset_min_count}")
         if self.bucket_batches < 0:
             raise ValueError(f"--bucket-batches must be >= 0 (0: plain shuffle), got {self.bucket_batches}")
+        if self.font_text and not self.fonts:
+            raise ValueError("--font-text is the text of the --fonts lines: give --fonts FOLDER as well")
 
 
 @dataclass(frozen=True)
@@ -345,7 +351,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, suppress_defaults: boo
                 kwargs.update(type=parse_bool, nargs="?", const=True, metavar="BOOL")
             elif origin in (tuple, list):
                 item = typing.get_args(hint)[0]
-                kwargs.update(type=item, nargs="*" if section == "data" and f.name == "val_data" else "+")
+                optional = section == "data" and f.name in ("val_data", "font_text")
+                kwargs.update(type=item, nargs="*" if optional else "+")
             elif origin in (typing.Union, types.UnionType):
                 kwargs.update(type=next(a for a in typing.get_args(hint) if a is not type(None)))
             else:

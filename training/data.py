@@ -19,6 +19,7 @@ import torch
 from torch.utils.data import ConcatDataset, Dataset
 
 from text_recognizer.codec import Codec
+from text_recognizer.ctc.lm_text import read_running_text
 from text_recognizer.data.augment import AugmentConfig, build_augmentation
 from text_recognizer.data.checks import DataReport, check_records
 from text_recognizer.data.folder import FolderLines, LineRecord, read_labels
@@ -134,8 +135,12 @@ def build_datasets(config: DataConfig, codec: Codec, model: ModelConfig, seed: i
             descriptions[-1] += augmented
         train_parts.append(folder_train)
     if config.fonts:
-        drawn = FontLines(config.fonts, config.font_train_lines, seed=seed, height=model.height)
-        descriptions.append(f"{config.font_train_lines} font lines/epoch ({len(drawn.fonts)} fonts, seed {seed})")
+        texts = read_running_text(list(config.font_text), seed=seed) if config.font_text else None
+        drawn = FontLines(config.fonts, config.font_train_lines, seed=seed, height=model.height,
+                          charset=codec.charset, texts=texts)
+        text_source = f"{len(texts)} pieces of --font-text" if texts else "generated text"
+        descriptions.append(f"{config.font_train_lines} font lines/epoch ({len(drawn.fonts)} fonts, {text_source}, "
+                            f"seed {seed})")
         font_lines: Dataset = drawn
         if augmentation is not None:
             font_lines = MappedLines(font_lines, augmentation)

@@ -94,3 +94,29 @@ def test_bad_font_folders_fail_early_with_a_clear_message(tmp_path):
         FontLines(tmp_path / "bad", 4)
     with pytest.raises(ValueError, match="num_lines"):
         FontLines(pillow_font(tmp_path / "ok").parent, -1)
+
+
+def test_lines_can_draw_given_text(font_dir):
+    texts = ["the quick brown fox", "jumps over the lazy dog and keeps running far beyond the end of this line"]
+    lines = FontLines(font_dir, 20, seed=2, texts=texts, max_chars=40)
+    drawn = [lines[i][1] for i in range(20)]
+    assert set(drawn) == {"the quick brown fox", "jumps over the lazy dog and keeps"}  # cut at a space <= 40
+    assert lines.label_lengths() == [len(t) for t in drawn]
+    again = FontLines(font_dir, 20, seed=2, texts=texts, max_chars=40)
+    assert [again[i][1] for i in range(20)] == drawn
+    # characters outside the model's alphabet leave the label (the ink never shows them either)
+    odd = FontLines(font_dir, 3, seed=0, texts=["caf\u00e9 \u03b1\u03b2 ok"])
+    assert {odd[i][1] for i in range(3)} == {"caf ok"}
+    with pytest.raises(ValueError, match="texts is empty"):
+        FontLines(font_dir, 3, texts=["  ", ""])
+
+
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+
+
+@pytest.mark.skipif(not DEJAVU.is_file(), reason="DejaVu Sans (a font with accented letters) not installed")
+def test_given_text_in_another_alphabet_keeps_its_letters(tmp_path):
+    (tmp_path / "fonts").mkdir()
+    (tmp_path / "fonts" / DEJAVU.name).write_bytes(DEJAVU.read_bytes())
+    lines = FontLines(tmp_path / "fonts", 4, seed=0, charset=" BGbdeorßäöü", texts=["Grüße über öde Bär"])
+    assert {lines[i][1] for i in range(4)} == {"Grüße über öde Bär"}

@@ -95,12 +95,29 @@ def test_font_lines_train_beside_folders_and_keep_width_buckets(tmp_path):
     )
     datasets = build_datasets(config.data, Codec(), config.model, seed=0)
     assert len(datasets.train) == 16 and len(datasets.val) == 4
-    assert "8 font lines/epoch (1 fonts, seed 0) (augmented)" in datasets.description
+    assert "8 font lines/epoch (1 fonts, generated text, seed 0) (augmented)" in datasets.description
     aspects = line_aspects(datasets.train)
     font_lines = datasets.train.lines.datasets[1].lines  # EncodedLines(Concat([folder, Mapped(FontLines)]))
     assert aspects is not None and aspects[8:] == font_lines.aspects() and all(a > 0.5 for a in aspects)
     summary = fit(config)
     assert summary["steps"] == 4  # 16 lines in batches of 4
+
+
+def test_font_lines_draw_the_given_text(tmp_path):
+    write_folder(tmp_path / "train", 4)
+    fonts = pillow_font(tmp_path / "fonts").parent
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "book.txt").write_text("Dear Sir, " * 40 + "yours very truly.", encoding="utf-8")
+    data = {"data": (str(tmp_path / "train"),), "val_data": (str(tmp_path / "train"),), "fonts": str(fonts),
+            "font_train_lines": 6, "font_text": (str(tmp_path / "text"),), "augment": False}
+    config = tiny_config(tmp_path / "run", data=data)
+    datasets = build_datasets(config.data, Codec(), config.model, seed=0)
+    assert "6 font lines/epoch (1 fonts," in datasets.description and "pieces of --font-text" in datasets.description
+    font_lines = datasets.train.lines.datasets[1]  # EncodedLines(Concat([folder, FontLines]))
+    texts = [font_lines[i][1] for i in range(6)]
+    assert all(set(t.split()) <= {"Dear", "Sir,", "yours", "very", "truly."} for t in texts), texts
+    with pytest.raises(ValueError, match="--font-text .* --fonts"):
+        tiny_config(tmp_path / "run2", data={**data, "fonts": ""})
 
 
 def test_sampler_buckets_later_epochs_and_resumes_mid_epoch():

@@ -6,7 +6,9 @@ cursive from other hands far worse (``benchmarks/RESULTS.md``). Script and handw
 is bundled or downloaded: ``FontLines(font_dir, ...)`` reads every ``.ttf``/``.otf``/``.woff``/
 ``.woff2`` file in the folder (woff2 needs a FreeType built with brotli).
 
-Each line takes text from ``sample_text`` (the built-in generator's English-like lines), one font,
+Each line takes text from ``sample_text`` (the built-in generator's English-like lines), or from
+``texts`` when given (for example line-sized pieces of books or letters: ``training/run_experiment.py
+--font-text``; the only way to draw lines in another alphabet, which the generator cannot write), one font,
 and is laid out word by word with its own spacing, baseline wobble and size jitter, then cropped
 to the ink, with dark anti-aliased ink on white paper like IAM's binarised scans. Slant, stretch,
 pen width, paper, light, blur and noise come from the training augmentation, which the trainer
@@ -23,6 +25,7 @@ can bucket these lines by width with the folder lines.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,10 +94,22 @@ class _Plan:
     xscale: float  # horizontal scale that puts the mean character advance in _PER_CHAR
 
 
-def _plan(rng: np.random.Generator, fonts: list[Path], max_chars: int, height: int, charset: str) -> _Plan:
+def _line_text(rng: np.random.Generator, max_chars: int, texts: tuple[str, ...]) -> str:
+    """One line's text: a piece of ``texts`` (cut at the last space within ``max_chars``), else generated."""
+    if not texts:
+        return sample_text(rng, max_chars)
+    text = texts[int(rng.integers(len(texts)))]
+    if len(text) > max_chars:
+        head = text[:max_chars]
+        text = head.rsplit(" ", 1)[0] if " " in head.strip() else head
+    return text
+
+
+def _plan(rng: np.random.Generator, fonts: list[Path], max_chars: int, height: int, charset: str,
+          texts: tuple[str, ...] = ()) -> _Plan:
     path = str(fonts[int(rng.integers(len(fonts)))])
     covered = _covered(path, charset)
-    text = "".join(ch for ch in sample_text(rng, max_chars) if ch in covered)
+    text = "".join(ch for ch in _line_text(rng, max_chars, texts) if ch in covered)
     text = " ".join(text.split()) or min(covered - {" "}, default="")  # empty only for a font without glyphs
     space = _font(path, _SIZE).getlength(" ") or 0.3 * _SIZE
     space_mul = rng.uniform(0.7, 1.6)
@@ -153,6 +168,7 @@ class FontLines(torch.utils.data.Dataset):
         height: int = LINE_HEIGHT,
         max_chars: int = 80,
         charset: str = DEFAULT_CHARSET,
+        texts: Sequence[str] | None = None,
     ):
         if num_lines < 0:
             raise ValueError(f"num_lines must be >= 0, got {num_lines}")
@@ -166,6 +182,9 @@ class FontLines(torch.utils.data.Dataset):
         self.height = int(height)
         self.max_chars = int(max_chars)
         self.charset = charset
+        self.texts = tuple(t for t in (texts or ()) if t.strip())
+        if texts is not None and not self.texts:
+            raise ValueError("texts is empty: give at least one line of text, or None for generated text")
         self._layouts: list[_Plan] | None = None  # every line's plan, made once for aspects / label_lengths
 
     def __len__(self) -> int:
@@ -183,7 +202,7 @@ class FontLines(torch.utils.data.Dataset):
         return index
 
     def _plan(self, rng: np.random.Generator) -> _Plan:
-        return _plan(rng, self.fonts, self.max_chars, self.height, self.charset)
+        return _plan(rng, self.fonts, self.max_chars, self.height, self.charset, self.texts)
 
     def _all_plans(self) -> list[_Plan]:
         if self._layouts is None:
