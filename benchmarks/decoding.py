@@ -155,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", default="0.8,1.0,1.2,1.4", help="LM weights to try")
     parser.add_argument("--bonuses", default="0.5,1.0,1.5,2.0,2.5", help="word bonuses to try")
     parser.add_argument("--beam-width", type=int, default=8)
+    parser.add_argument("--word-lm-weights", default="0.1,0.2,0.3",
+                        help="word-LM re-ranking weights to try (if the bundle has a word LM)")
+    parser.add_argument("--word-lm-bonuses", default="1.0,2.0", help="re-ranking scores per word to try")
+    parser.add_argument("--oov-penalties", default="0.5,1.0", help="re-ranking penalties per unknown word to try")
     parser.add_argument("--train-text", nargs="*",
                         default=["../shared/data/iam/train", "../shared/data/iam/train_extra"],
                         help="text for pyctcdecode's word LM")
@@ -182,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [{"library": "greedy", "lm": "none", "beam": 1, "cer": score(tune_refs, texts(greedy, g_paths, tune_lps)),
              "seconds": g_s, "ratio": 1.0}]
     for beam, w, b, use_lm in ((8, 0.0, 0.0, False), (8, 1.2, 1.5, True), (16, 1.2, 1.5, True)):
-        dec = LineDecoder(codec, "beam", bundle, use_lm=use_lm, beam_width=beam, lm_weight=w, word_bonus=b)
+        dec = LineDecoder(codec, "beam", bundle, use_lm=use_lm, beam_width=beam, lm_weight=w, word_bonus=b,
+                          word_lm_weight=0.0)
         paths, s = decode_paths(dec, tune_lps)
         rows.append({"library": "flashlight-text 0.0.7", "lm": "char 6-gram" if use_lm else "none", "beam": beam,
                      "lm_weight": w, "word_bonus": b, "cer": score(tune_refs, texts(dec, paths, tune_lps)),
@@ -205,22 +210,39 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report.append(f"| {r['library']} | {r['note']} |")
 
-    # 2. tune LM weight x word bonus on the tuning half
+    # 2. tune LM weight x word bonus on the tuning half (character LM alone), then the word LM's re-ranking
     grid = []
     for w, b in itertools.product(map(float, args.weights.split(",")), map(float, args.bonuses.split(","))):
-        dec = LineDecoder(codec, "beam", bundle, beam_width=args.beam_width, lm_weight=w, word_bonus=b)
+        dec = LineDecoder(codec, "beam", bundle, beam_width=args.beam_width, lm_weight=w, word_bonus=b,
+                          word_lm_weight=0.0)
         paths, s = decode_paths(dec, tune_lps)
         grid.append((score(tune_refs, texts(dec, paths, tune_lps)), w, b))
         print(f"tune w={w} b={b}: {100 * grid[-1][0]:.2f}%", flush=True)
     best_cer, best_w, best_b = min(grid)
     log["grid"] = grid
-    options = BeamOptions(beam_width=args.beam_width, lm_weight=best_w, word_bonus=best_b)
+    options = BeamOptions(beam_width=args.beam_width, lm_weight=best_w, word_bonus=best_b, word_lm_weight=0.0)
     report += ["", f"Grid (beam {args.beam_width}): best LM weight {best_w}, word bonus {best_b} "
                f"({100 * best_cer:.2f}% on the tuning half).", ""]
+    if bundle.get("word_lm"):
+        word_grid = [(best_cer, 0.0, 0.0, 0.0)]
+        for a, c, p in itertools.product(*(map(float, v.split(",")) for v in
+                                           (args.word_lm_weights, args.word_lm_bonuses, args.oov_penalties))):
+            dec = LineDecoder(codec, "beam", bundle, **{**options.to_dict(), "word_lm_weight": a,
+                                                        "word_lm_bonus": c, "oov_penalty": p})
+            paths, _ = decode_paths(dec, tune_lps)
+            word_grid.append((score(tune_refs, texts(dec, paths, tune_lps)), a, c, p))
+            print(f"tune word LM weight={a} bonus={c} oov={p}: {100 * word_grid[-1][0]:.2f}%", flush=True)
+        word_cer, a, c, p = min(word_grid)
+        log["word_grid"] = word_grid
+        options = BeamOptions(**{**options.to_dict(), "word_lm_weight": a, "word_lm_bonus": c, "oov_penalty": p})
+        report += [f"Word-LM re-ranking grid: best weight {a}, score per word {c}, penalty per unknown word {p} "
+                   f"({100 * word_cer:.2f}% on the tuning half; 0 weight: no re-ranking).", ""]
 
     # 3. CER on held-out half and all val; paths for calibration
     decoders = {"greedy": greedy,
                 "beam (no LM)": LineDecoder(codec, "beam", bundle, use_lm=False, beam_width=args.beam_width),
+                "beam (character LM only)": LineDecoder(codec, "beam", bundle,
+                                                        **{**options.to_dict(), "word_lm_weight": 0.0}),
                 "beam": LineDecoder(codec, "beam", bundle, **options.to_dict())}
     all_paths = {name: decode_paths(dec, lps)[0] for name, dec in decoders.items()}
     report += ["| decoder | tune half | held-out half | all val |", "|---|---|---|---|"]
@@ -280,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.bundle_out:
         out = make_bundle(arpa_text(bundle), codec, bundle["lm"]["order"], bundle["lm"]["source"],
-                          beam=options.to_dict(), calibration=calibrations)
+                          beam=options.to_dict(), calibration=calibrations, word_lm=bundle.get("word_lm"))
         out["model_sha256"] = hashlib.sha256(args.checkpoint.read_bytes()).hexdigest()  # the cached logits' model
         save_bundle(out, args.bundle_out)
         print(f"bundle with tuned settings and calibration -> {args.bundle_out}")

@@ -9,6 +9,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
 from text_recognizer.ctc.decode import collapse
 from text_recognizer.ctc.lm import LanguageModelError, build_arpa
+from text_recognizer.ctc.word_lm import build_word_arpa
 
 CODEC = Codec(" ceht")  # blank 0, space 1, c 2, e 3, h 4, t 5
 
@@ -49,6 +50,20 @@ def test_language_model_turns_thc_into_the() -> None:
     assert CODEC.decode(collapse(with_lm.best_path(log_probs))) == "the"
 
 
+def test_word_language_model_reranks_the_final_beam() -> None:
+    """No character LM: the search ends on 'thc'; a word model that knows 'the' picks the other reading."""
+    word_arpa = build_word_arpa(["the the the", "the tee"] * 3, order=2, min_count=1)
+    log_probs = ambiguous_the()
+    options = BeamOptions(beam_width=8, word_lm_weight=1.0, word_lm_bonus=0.0, oov_penalty=1.0)
+    reranked = BeamDecoder(CODEC, options, word_arpa=word_arpa)
+    assert reranked.word_lm is not None
+    best = reranked.best_path(log_probs)
+    assert len(best) == log_probs.shape[0] and CODEC.decode(collapse(best)) == "the"
+    off = BeamDecoder(CODEC, BeamOptions(beam_width=8, word_lm_weight=0.0), word_arpa=word_arpa)
+    assert off.word_lm is None and CODEC.decode(collapse(off.best_path(log_probs))) == "thc"
+    assert BeamDecoder(CODEC, options).word_lm is None  # no word model, nothing to re-rank with
+
+
 def test_path_has_one_class_per_frame() -> None:
     log_probs = ambiguous_the()
     assert len(BeamDecoder(CODEC).best_path(log_probs)) == log_probs.shape[0]
@@ -58,7 +73,8 @@ def test_path_has_one_class_per_frame() -> None:
 @pytest.mark.parametrize(("kwargs", "error"), [
     ({"beam_width": 0}, ValueError), ({"beam_width": 2.0}, ValueError), ({"token_beam": 0}, ValueError),
     ({"lm_weight": -1.0}, ValueError), ({"lm_weight": "high"}, TypeError), ({"word_bonus": None}, TypeError),
-    ({"threshold": 0.0}, ValueError),
+    ({"threshold": 0.0}, ValueError), ({"word_lm_weight": -0.1}, ValueError), ({"oov_penalty": -1.0}, ValueError),
+    ({"word_lm_bonus": "x"}, TypeError),
 ])
 def test_bad_options(kwargs, error) -> None:
     with pytest.raises(error, match=next(iter(kwargs))):

@@ -19,7 +19,9 @@ from text_recognizer.ctc.lm import (
     make_bundle,
     read_texts,
     save_bundle,
+    word_lm_entry,
 )
+from text_recognizer.ctc.word_lm import build_word_arpa
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 
 CODEC = Codec(" abcdehlorstw")
@@ -70,6 +72,23 @@ def test_bundle_round_trip_and_errors(tmp_path) -> None:
         load_bundle(tmp_path / "o.pt", CODEC)
 
 
+def test_bundle_carries_a_word_lm(tmp_path) -> None:
+    lines = ["hello world", "hello there world"]
+    word_arpa = build_word_arpa(lines, 2, 1)
+    bundle = make_bundle(build_arpa(lines, CODEC, 3), CODEC, 3, "test", word_lm=word_lm_entry(word_arpa, 2, 1, "test"))
+    path = save_bundle(bundle, tmp_path / "w.decoder.pt")
+    assert isinstance(torch.load(path, weights_only=True)["word_lm"]["arpa_gz"], torch.Tensor)
+    loaded = load_bundle(path, CODEC)
+    assert arpa_text(loaded, "word_lm") == word_arpa and loaded["word_lm"]["unit"] == "word"
+    assert arpa_text(make_bundle(None, CODEC, None, "test"), "word_lm") is None  # optional
+    with pytest.raises(ValueError, match="key"):
+        arpa_text(loaded, "words")
+    tampered = dict(bundle, word_lm=dict(bundle["word_lm"], arpa_gz=gzip.compress(b"\\data\\ changed")))
+    save_bundle(tampered, tmp_path / "t.pt")
+    with pytest.raises(LanguageModelError, match="word language model's checksum"):
+        load_bundle(tmp_path / "t.pt", CODEC)
+
+
 def test_bundle_stores_the_lm_byte_for_byte_and_reads_old_bundles(tmp_path) -> None:
     import os
 
@@ -114,6 +133,11 @@ def test_command_builds_a_bundle_from_a_text_file(tmp_path, capsys) -> None:
     bundle = torch.load(out, weights_only=True)
     assert bundle["lm"]["order"] == 4 and arpa_text(bundle) == (tmp_path / "lm.arpa").read_text(encoding="utf-8")
     assert "ngram 4=" in arpa_text(bundle)
+    assert bundle["word_lm"]["order"] == 2 and "\tquick\t" in arpa_text(bundle, "word_lm")  # built by default
+    assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--order", "3", "--word-order", "0",
+                 "--out", str(out)]) == 0
+    assert torch.load(out, weights_only=True)["word_lm"] is None
+    assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--word-order", "-1", "--out", str(out)]) == 2
     assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--order", "9", "--out", str(out)]) == 2
     assert main([str(tmp_path / "nope.txt"), "--checkpoint", str(DEFAULT_CHECKPOINT), "--out", str(out)]) == 2
     assert "error:" in capsys.readouterr().err

@@ -64,3 +64,38 @@ def test_write_arpa_is_read_by_kenlm(tmp_path) -> None:
 def test_bad_arguments(sentences, order, error) -> None:
     with pytest.raises(error):
         estimate_kneser_ney(sentences, order)
+
+
+@pytest.mark.parametrize("order", [2, 3, 4])
+def test_pruned_model_still_sums_to_one(order: int) -> None:
+    full = estimate_kneser_ney(SENTENCES, order)
+    pruned = estimate_kneser_ney(SENTENCES, order, min_count=2)
+    assert pruned[0] == {gram: value for gram, value in pruned[0].items() if gram in full[0]}
+    assert all(len(p) < len(f) for p, f in zip(pruned[1:], full[1:]))
+    vocab = sorted({tok for s in SENTENCES for tok in s}) + [EOS, UNK]
+    histories = {()} | {gram[:-1] for table in full for gram in table if len(gram) > 1}
+    for history in histories:
+        total = sum(prob(pruned, history, w) for w in vocab)
+        assert total == pytest.approx(1.0, abs=1e-9), history
+    for table in pruned[1:]:  # what is kept keeps its probability; its prefix is kept too
+        for gram, (logp, _) in table.items():
+            assert logp == full[len(gram) - 1][gram][0] and gram[:-1] in pruned[len(gram) - 2]
+
+
+def test_pruned_model_is_read_by_kenlm(tmp_path) -> None:
+    from flashlight.lib.text.decoder.kenlm import KenLM
+    from flashlight.lib.text.dictionary import Dictionary
+
+    tables = estimate_kneser_ney(SENTENCES, 3, min_count=2)
+    tokens = sorted({tok for s in SENTENCES for tok in s})
+    lm = KenLM(str(write_arpa(tables, tmp_path / "lm.arpa")), Dictionary(tokens))
+    state = lm.start(False)
+    for history, word in [((BOS,), "t"), ((BOS, "t"), "h"), (("t", "h"), "a")]:
+        state, score = lm.score(state, tokens.index(word))
+        assert score == pytest.approx(math.log10(prob(tables, history, word)), abs=1e-4)
+
+
+@pytest.mark.parametrize("min_count", [0, 1.5, True])
+def test_bad_min_count(min_count) -> None:
+    with pytest.raises(ValueError, match="min_count"):
+        estimate_kneser_ney(SENTENCES, 2, min_count=min_count)

@@ -4,7 +4,8 @@ Why flashlight-text: it installs from PyPI as a wheel with KenLM inside (no comp
 lexicon-free decoder scores a character LM at every character, and it was the fastest and most
 accurate of the libraries we measured (``benchmarks/RESULTS.md``: pyctcdecode with a word LM was
 slower, less accurate, and pins ``numpy<2``). Scores are ``log p_ctc + lm_weight * log p_lm +
-word_bonus * (number of spaces)``.
+word_bonus * (number of spaces)``. With a word LM as well (``word_lm.py``), the distinct readings
+left in the beam at the end are re-ranked by it and the best of them is returned.
 
 The decoder returns the best *frame path* (one class per frame), so the caller can place every
 character on the frames (and pixels) it came from and give it a confidence.
@@ -33,6 +34,9 @@ class BeamOptions:
     fewer, longer words; it only applies with an LM (without one, beam search ranks by the model alone).
     ``token_beam``: classes tried per frame (the most likely ones); ``threshold``: hypotheses more
     than this far (log units) below the best are dropped.
+    ``word_lm_weight``, ``word_lm_bonus``, ``oov_penalty``: the re-ranking by a word LM (when the
+    bundle has one; 0 weight: none): weight of its log-probability, score per word, and penalty per
+    word it does not know (``word_lm.rerank``).
     """
 
     beam_width: int = 24
@@ -40,18 +44,22 @@ class BeamOptions:
     word_bonus: float = 0.5
     token_beam: int = 10
     threshold: float = 20.0
+    word_lm_weight: float = 0.2
+    word_lm_bonus: float = 2.0
+    oov_penalty: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("beam_width", "token_beam"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        for name in ("lm_weight", "word_bonus", "threshold"):
+        for name in ("lm_weight", "word_bonus", "threshold", "word_lm_weight", "word_lm_bonus", "oov_penalty"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
                 raise TypeError(f"{name} must be a number, got {value!r}")
-        if self.lm_weight < 0:
-            raise ValueError(f"lm_weight must be >= 0, got {self.lm_weight}")
+        for name in ("lm_weight", "word_lm_weight", "oov_penalty"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.threshold <= 0:
             raise ValueError(f"threshold must be > 0, got {self.threshold}")
 
@@ -73,7 +81,8 @@ class BeamOptions:
 class BeamDecoder:
     """Flashlight's lexicon-free CTC beam search over one line's ``(T, C)`` log-probabilities."""
 
-    def __init__(self, codec: Codec, options: BeamOptions | None = None, arpa: str | None = None):
+    def __init__(self, codec: Codec, options: BeamOptions | None = None, arpa: str | None = None,
+                 word_arpa: str | None = None):
         try:
             from flashlight.lib.text.decoder import CriterionType, LexiconFreeDecoder, LexiconFreeDecoderOptions, ZeroLM
             from flashlight.lib.text.decoder.kenlm import KenLM
@@ -91,7 +100,7 @@ class BeamDecoder:
         self.space_id = tokens.index(SPACE_TOKEN) if " " in codec.charset else BLANK_ID
         self.has_lm = arpa is not None and self.options.lm_weight > 0
         if self.has_lm:
-            lm = _load_kenlm(KenLM, arpa, Dictionary(tokens))
+            lm = load_kenlm(KenLM, arpa, Dictionary(tokens))
         else:
             lm = ZeroLM()
         settings = LexiconFreeDecoderOptions(
@@ -103,6 +112,11 @@ class BeamDecoder:
         self._lm = lm  # the decoder keeps a reference; so do we
         self._lock = threading.Lock()  # flashlight's decoder keeps its hypotheses in itself: one line at a time
         self._decoder = LexiconFreeDecoder(settings, lm, self.space_id, BLANK_ID, [])
+        self.word_lm = None
+        if word_arpa is not None and self.options.word_lm_weight > 0:
+            from text_recognizer.ctc.word_lm import WordLanguageModel
+
+            self.word_lm = WordLanguageModel(word_arpa)
 
     def best_path(self, log_probs: torch.Tensor) -> list[int]:
         """``(T, C)`` log-probabilities -> the best hypothesis as one class id per frame."""
@@ -116,10 +130,26 @@ class BeamDecoder:
         emissions = log_probs.detach().to("cpu", torch.float32).contiguous()
         with self._lock:
             results = self._decoder.decode(emissions.data_ptr(), frames, emissions.shape[1])
-        return [int(i) for i in results[0].tokens[1 : frames + 1]]  # flashlight pads one token each side
+        paths = [[int(i) for i in result.tokens[1 : frames + 1]] for result in results]  # padded each side
+        if self.word_lm is None or len(paths) < 2:
+            return paths[0]
+        return paths[self._rerank(paths, [result.score for result in results])]
+
+    def _rerank(self, paths: list[list[int]], scores: list[float]) -> int:
+        """Index of the best path after the word LM's re-ranking of the distinct readings."""
+        from text_recognizer.ctc.decode import collapse
+        from text_recognizer.ctc.word_lm import rerank
+
+        firsts: dict[str, int] = {}  # reading -> its best-scored path (results come best first)
+        for i, path in enumerate(paths):
+            firsts.setdefault(self.codec.decode(collapse(path)), i)
+        readings = list(firsts.items())
+        best = rerank([(text, scores[i]) for text, i in readings], self.word_lm, self.options.word_lm_weight,
+                      self.options.word_lm_bonus, self.options.oov_penalty)
+        return readings[best][1]
 
 
-def _load_kenlm(kenlm_class, arpa: str, dictionary):
+def load_kenlm(kenlm_class, arpa: str, dictionary):
     """KenLM reads from a path: write the ARPA text to a private temporary file and load it."""
     fd, path = tempfile.mkstemp(suffix=".arpa")
     saved = os.dup(2)

@@ -148,7 +148,8 @@ class LineDecoder:
         if decoder == "beam":
             self.options = BeamOptions.from_dict(self.bundle.get("beam"), **beam_overrides)
             arpa = arpa_text(self.bundle) if (use_lm and self.bundle) else None
-            self.beam = BeamDecoder(codec, self.options, arpa)
+            word_arpa = arpa_text(self.bundle, "word_lm") if (use_lm and self.bundle) else None
+            self.beam = BeamDecoder(codec, self.options, arpa, word_arpa)
         elif any(v is not None for v in beam_overrides.values()):
             raise ValueError(f"beam options {sorted(beam_overrides)} need decoder='beam'")
 
@@ -225,11 +226,15 @@ def add_decoder_arguments(parser) -> None:
     group.add_argument("--lm-weight", type=float, default=None, help=f"LM weight (tuned default {defaults.lm_weight})")
     group.add_argument("--word-bonus", type=float, default=None,
                        help=f"score per word, i.e. per space (tuned default {defaults.word_bonus})")
+    group.add_argument("--word-lm-weight", type=float, default=None,
+                       help=f"weight of the word LM that re-ranks the beam's readings, if the bundle has one "
+                            f"(tuned default {defaults.word_lm_weight}; 0: no re-ranking)")
 
 
 def decoder_kwargs(args) -> dict:
     """``LineRecognizer`` keyword arguments from ``add_decoder_arguments``' flags."""
-    overrides = {"beam_width": args.beam_width, "lm_weight": args.lm_weight, "word_bonus": args.word_bonus}
+    overrides = {"beam_width": args.beam_width, "lm_weight": args.lm_weight, "word_bonus": args.word_bonus,
+                 "word_lm_weight": args.word_lm_weight}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return {"decoder": args.decoder, "use_lm": not args.no_lm, "decoder_bundle": args.decoder_bundle,
             "beam_options": overrides or None}

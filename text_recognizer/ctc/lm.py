@@ -14,8 +14,11 @@ dataset folder whose IAM-tokenised labels are turned into natural spacing (``det
 spacing the recognizer outputs; ``--running-text`` books and speeches are cut into line-sized pieces
 (``lm_text``). Never build it from validation or test text.
 
+The same text also makes a small word bigram model (``word_lm.py``, ``--word-order 0`` for none)
+that re-ranks the readings left in the beam: characters steer the search, words pick the winner.
+
 The decoder bundle is a plain-types dict (``torch.load(..., weights_only=True)`` reads it): the
-gzipped ARPA text (stored as a uint8 tensor, see ``save_bundle``), the alphabet it was built for,
+gzipped ARPA texts (stored as uint8 tensors, see ``save_bundle``), the alphabet they were built for,
 the beam settings tuned for the model and the confidence calibration. ``decoder_bundle_for`` is
 the one place that finds it for a checkpoint: inside the checkpoint (``decoding.decoder``) if
 present, else in the file ``<checkpoint>.decoder.pt``.
@@ -36,12 +39,15 @@ import torch
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.lm_text import read_running_text
 from text_recognizer.ctc.ngram import estimate_kneser_ney, write_arpa
+from text_recognizer.ctc.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER, build_word_arpa
 
 SPACE_TOKEN = "|"
 BUNDLE_KIND = "text_recognizer.decoder"
 BUNDLE_VERSION = 1
 #: KenLM inside flashlight-text is compiled for orders up to 6.
 MAX_ORDER = 6
+#: The bundle's language models: the character LM of the search and the optional word LM that re-ranks.
+LM_KEYS = ("lm", "word_lm")
 #: The default training text of the bundled model's LM (IAM train + train_extra, never val), in the
 #: development data folder next to the repository (``../shared/data``).
 _SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "iam"
@@ -98,15 +104,23 @@ def build_arpa(lines: Iterable[str], codec: Codec, order: int = MAX_ORDER) -> st
 
 
 def make_bundle(arpa: str | None, codec: Codec, order: int | None, source: str, beam: dict | None = None,
-                calibration: dict | None = None) -> dict:
-    """A decoder bundle of plain types (see the module docstring)."""
+                calibration: dict | None = None, word_lm: dict | None = None) -> dict:
+    """A decoder bundle of plain types (see the module docstring); ``word_lm`` from ``word_lm_entry``."""
     lm = None
     if arpa is not None:
-        data = arpa.encode("utf-8")
-        lm = {"unit": "char", "order": order, "space_token": SPACE_TOKEN, "source": source,
-              "sha256": hashlib.sha256(data).hexdigest(), "arpa_gz": gzip.compress(data, mtime=0)}
+        lm = {"unit": "char", "order": order, "space_token": SPACE_TOKEN, "source": source, **_packed(arpa)}
     return {"kind": BUNDLE_KIND, "version": BUNDLE_VERSION, "charset": codec.charset, "lm": lm,
-            "beam": dict(beam or {}), "calibration": calibration}
+            "beam": dict(beam or {}), "calibration": calibration, "word_lm": word_lm}
+
+
+def word_lm_entry(arpa: str, order: int, min_count: int, source: str) -> dict:
+    """The bundle's optional word LM (``word_lm.py``), stored like the character LM."""
+    return {"unit": "word", "order": order, "min_count": min_count, "source": source, **_packed(arpa)}
+
+
+def _packed(arpa: str) -> dict:
+    data = arpa.encode("utf-8")
+    return {"sha256": hashlib.sha256(data).hexdigest(), "arpa_gz": gzip.compress(data, mtime=0)}
 
 
 def bundle_path(checkpoint: str | Path) -> Path:
@@ -124,18 +138,19 @@ def save_bundle(bundle: dict, path: str | Path) -> Path:
 
 
 def _arpa_as_tensor(bundle: dict) -> dict:
-    """``bundle`` with its ``arpa_gz`` bytes as a uint8 tensor, stored raw in the file.
+    """``bundle`` with its LMs' ``arpa_gz`` bytes as uint8 tensors, stored raw in the file.
 
     Why: ``torch.save`` pickles with protocol 2, which writes ``bytes`` as latin-1 text in UTF-8,
     so gzipped data (half its bytes >= 0x80) grows by half on disk (7.8 MiB of LM -> 11.9 MiB),
     and ``weights_only`` loading refuses the protocols that write bytes as they are. A tensor is
     stored byte for byte. ``check_bundle`` turns it back into bytes, so callers only see bytes.
     """
-    lm = bundle.get("lm")
-    if lm is None or not isinstance(lm.get("arpa_gz"), bytes):
-        return bundle
-    raw = torch.frombuffer(bytearray(lm["arpa_gz"]), dtype=torch.uint8)
-    return {**bundle, "lm": {**lm, "arpa_gz": raw}}
+    out = dict(bundle)
+    for key in LM_KEYS:
+        lm = bundle.get(key)
+        if lm is not None and isinstance(lm.get("arpa_gz"), bytes):
+            out[key] = {**lm, "arpa_gz": torch.frombuffer(bytearray(lm["arpa_gz"]), dtype=torch.uint8)}
+    return out
 
 
 def load_bundle(path: str | Path, codec: Codec | None = None) -> dict:
@@ -162,17 +177,19 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
         raise LanguageModelError(
             f"{where} was built for the alphabet {bundle.get('charset')!r}, but the model's is {codec.charset!r}"
         )
-    lm = bundle.get("lm")
-    if isinstance(lm, dict) and isinstance(lm.get("arpa_gz"), torch.Tensor):
-        lm = {**lm, "arpa_gz": _stored_bytes(lm["arpa_gz"], where)}
-        bundle = {**bundle, "lm": lm}
-    if lm is not None:
-        try:
-            data = gzip.decompress(lm["arpa_gz"])
-        except (OSError, EOFError, KeyError, TypeError) as error:
-            raise LanguageModelError(f"{where}: the language model is corrupt ({error})") from error
-        if hashlib.sha256(data).hexdigest() != lm.get("sha256"):
-            raise LanguageModelError(f"{where}: the language model's checksum does not match (corrupt file)")
+    for key in LM_KEYS:
+        lm = bundle.get(key)
+        if isinstance(lm, dict) and isinstance(lm.get("arpa_gz"), torch.Tensor):
+            lm = {**lm, "arpa_gz": _stored_bytes(lm["arpa_gz"], where)}
+            bundle = {**bundle, key: lm}
+        if lm is not None:
+            name = "word language model" if key == "word_lm" else "language model"
+            try:
+                data = gzip.decompress(lm["arpa_gz"])
+            except (OSError, EOFError, KeyError, TypeError) as error:
+                raise LanguageModelError(f"{where}: the {name} is corrupt ({error})") from error
+            if hashlib.sha256(data).hexdigest() != lm.get("sha256"):
+                raise LanguageModelError(f"{where}: the {name}'s checksum does not match (corrupt file)")
     return bundle
 
 
@@ -217,9 +234,12 @@ def _stored_bytes(stored: bytes | torch.Tensor, where: str) -> bytes:
     return stored.numpy().tobytes()
 
 
-def arpa_text(bundle: dict) -> str | None:
-    """The bundle's ARPA text (``None`` without an LM); reads a bundle as loaded or as stored."""
-    lm = bundle.get("lm")
+def arpa_text(bundle: dict, key: str = "lm") -> str | None:
+    """The ARPA text of the bundle's character LM (``key="word_lm"``: its word LM), ``None`` if it has
+    none; reads a bundle as loaded or as stored."""
+    if key not in LM_KEYS:
+        raise ValueError(f"key must be one of {LM_KEYS}, got {key!r}")
+    lm = bundle.get(key)
     return None if lm is None else gzip.decompress(_stored_bytes(lm["arpa_gz"], "decoder bundle")).decode("utf-8")
 
 
@@ -240,6 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="model whose alphabet the LM uses; the bundle goes next to it "
                              "(default: the bundled model)")
     parser.add_argument("--order", type=int, default=MAX_ORDER, help=f"n-gram order, 1..{MAX_ORDER}")
+    parser.add_argument("--word-order", type=int, default=DEFAULT_WORD_ORDER,
+                        help="order of the word LM that re-ranks the beam's readings (word_lm.py); 0: none")
+    parser.add_argument("--word-min-count", type=int, default=DEFAULT_MIN_COUNT,
+                        help="word n-grams (above single words) seen fewer times are pruned")
     parser.add_argument("--out", type=Path, default=None, help="bundle path (default: <checkpoint>.decoder.pt)")
     parser.add_argument("--arpa", type=Path, default=None, help="also write the plain ARPA file here")
     args = parser.parse_args(argv)
@@ -253,18 +277,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.running_text:
             lines += read_running_text(args.running_text, seed=args.seed)
         arpa = build_arpa(lines, codec, args.order)
+        source = ", ".join(map(str, [*args.texts, *args.running_text]))
+        if args.word_order < 0:
+            raise ValueError(f"--word-order must be >= 0, got {args.word_order}")
+        word_lm = None
+        if args.word_order:
+            word_arpa = build_word_arpa(lines, args.word_order, args.word_min_count)
+            word_lm = word_lm_entry(word_arpa, args.word_order, args.word_min_count, source)
         out = args.out or bundle_path(checkpoint)
         previous = load_bundle(out, codec) if out.is_file() else {}
-        bundle = make_bundle(arpa, codec, args.order, source=", ".join(map(str, [*args.texts, *args.running_text])),
-                             beam=previous.get("beam"), calibration=previous.get("calibration"))
+        bundle = make_bundle(arpa, codec, args.order, source=source, beam=previous.get("beam"),
+                             calibration=previous.get("calibration"), word_lm=word_lm)
         save_bundle(bundle, out)
         if args.arpa:
             args.arpa.write_text(arpa, encoding="utf-8")
     except (CheckpointError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"{len(lines)} lines -> order-{args.order} character LM in {out} "
-          f"({len(bundle['lm']['arpa_gz']) / 2**20:.1f} MiB gzipped)")
+    words = (f", order-{args.word_order} word LM ({len(word_lm['arpa_gz']) / 2**20:.1f} MiB)" if word_lm else "")
+    print(f"{len(lines)} lines -> order-{args.order} character LM ({len(bundle['lm']['arpa_gz']) / 2**20:.1f} "
+          f"MiB gzipped){words} in {out}")
     return 0
 
 

@@ -36,14 +36,18 @@ def _discount(counts: Counter) -> float:
 NgramTable = dict[tuple[str, ...], tuple[float, float]]
 
 
-def estimate_kneser_ney(sentences: Iterable[Sequence[str]], order: int) -> list[NgramTable]:
+def estimate_kneser_ney(sentences: Iterable[Sequence[str]], order: int, min_count: int = 1) -> list[NgramTable]:
     """Token sequences -> per order ``{ngram: (log10 prob, log10 back-off)}`` (back-off 0 at the top order).
 
     Each sentence is wrapped in ``<s> ... </s>``; ``<unk>`` gets the uniform share of the unigram
-    distribution's interpolation mass.
+    distribution's interpolation mass. ``min_count > 1`` prunes n-grams above unigrams seen fewer
+    times than that (``prune``): a word model from a few books is mostly one-off word pairs, and
+    dropping them shrinks it several times over for a small loss.
     """
     if not isinstance(order, int) or isinstance(order, bool) or order < 1:
         raise ValueError(f"order must be an integer >= 1, got {order!r}")
+    if not isinstance(min_count, int) or isinstance(min_count, bool) or min_count < 1:
+        raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
     raw: list[Counter] = [Counter() for _ in range(order)]
     for sentence in sentences:
         tokens = [BOS, *sentence, EOS]
@@ -94,7 +98,44 @@ def estimate_kneser_ney(sentences: Iterable[Sequence[str]], order: int) -> list[
             table[gram] = (math.log10(p), math.log10(backoff))
         tables.append(table)
     tables[0][(BOS,)] = (-99.0, math.log10(gammas[1][(BOS,)]) if order > 1 and (BOS,) in gammas[1] else 0.0)
-    return tables
+    return prune(tables, raw, min_count) if min_count > 1 else tables
+
+
+def prune(tables: list[NgramTable], counts: Sequence[Counter], min_count: int) -> list[NgramTable]:
+    """Drop n-grams (order >= 2) seen fewer than ``min_count`` times and renormalise the back-offs.
+
+    A dropped ``h w`` is then read as ``gamma'(h) * p(w | h')``; each context's new back-off weight
+    ``gamma'(h) = (1 - sum of its kept p(w | h)) / (1 - sum of p(w | h') over the same w)`` makes its
+    distribution sum to one again. Orders are pruned from the bottom up, so ``p(w | h')`` is always
+    the pruned lower-order model. A kept n-gram's prefix is seen at least as often, so it is kept too.
+    """
+    pruned = [dict(tables[0])]
+    for n in range(2, len(tables) + 1):
+        kept = {gram: value for gram, value in tables[n - 1].items() if counts[n - 1][gram] >= min_count}
+        pruned.append(kept)
+        kept_mass: dict[tuple[str, ...], float] = defaultdict(float)
+        lower_mass: dict[tuple[str, ...], float] = defaultdict(float)
+        for gram, (logp, _) in kept.items():
+            kept_mass[gram[:-1]] += 10 ** logp
+            lower_mass[gram[:-1]] += 10 ** query(pruned[: n - 1], gram[1:])
+        for context, (logp, backoff) in pruned[n - 2].items():
+            if len(context) == n - 1 and (context in kept_mass or backoff != 0.0):
+                free = max(1.0 - kept_mass.get(context, 0.0), 1e-12)
+                free_lower = max(1.0 - lower_mass.get(context, 0.0), 1e-12)
+                pruned[n - 2][context] = (logp, math.log10(free / free_lower))
+    return pruned
+
+
+def query(tables: Sequence[NgramTable], gram: tuple[str, ...]) -> float:
+    """log10 ``p(gram[-1] | gram[:-1])`` as an ARPA reader computes it (back-off to shorter contexts)."""
+    gram = gram[-len(tables):]
+    backoff = 0.0
+    while len(gram) > 1 and gram not in tables[len(gram) - 1]:
+        backoff += tables[len(gram) - 2].get(gram[:-1], (0.0, 0.0))[1]
+        gram = gram[1:]
+    if len(gram) == 1 and gram not in tables[0]:
+        gram = (UNK,)
+    return tables[len(gram) - 1][gram][0] + backoff
 
 
 def _backoff_prob(gram: tuple[str, ...], probs: list[dict], gammas: list[dict], vocab_size: int) -> float:

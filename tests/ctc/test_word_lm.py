@@ -1,0 +1,62 @@
+"""Tests for text_recognizer.ctc.word_lm: the word n-gram model that re-ranks the beam's readings."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from text_recognizer.ctc.word_lm import WordLanguageModel, arpa_vocabulary, build_word_arpa, rerank, words
+
+TEXT = ["I am very sorry to hear it.", "I am sorry to hear of the death of your father."] * 3 + [
+    "We were very glad to hear from you.", "The letter came this morning."]
+
+
+@pytest.fixture(scope="module")
+def model() -> WordLanguageModel:
+    return WordLanguageModel(build_word_arpa(TEXT, order=2, min_count=1))
+
+
+def test_words_are_iam_tokens_lower_cased() -> None:
+    assert words("I am Sorry, it's late.") == ["i", "am", "sorry", ",", "it", "'s", "late", "."]
+    assert words("   ") == []
+
+
+def test_a_phrase_it_has_read_beats_a_near_miss(model) -> None:
+    real, unknown, count = model.score("I am very sorry to hear it.")
+    garbled, garbled_unknown, garbled_count = model.score("I am verg sorny to hear it.")
+    assert (unknown, count) == (0, 8) and (garbled_unknown, garbled_count) == (2, 8)
+    assert real > garbled + 5  # natural-log units
+    assert math.isfinite(model.score("")[0])  # an empty reading: just <s> </s>
+
+
+def test_word_order_matters_with_bigrams(model) -> None:
+    assert model.score("sorry to hear")[0] > model.score("hear to sorry")[0]
+
+
+def test_rerank_adds_the_word_model_to_the_beam_scores(model) -> None:
+    hypotheses = [("I am verg sorny to hear it.", -10.0), ("I am very sorry to hear it.", -11.0)]
+    assert rerank(hypotheses, model, weight=0.0, word_bonus=0.0, oov_penalty=0.0) == 0  # the beam's own order
+    assert rerank(hypotheses, model, weight=0.5, word_bonus=0.0, oov_penalty=0.0) == 1
+    assert rerank(hypotheses, model, weight=0.0, word_bonus=0.0, oov_penalty=1.0) == 1  # two unknown words
+    longer = [("glad", -10.0), ("gl ad", -10.5)]
+    assert rerank(longer, model, weight=0.0, word_bonus=1.0, oov_penalty=0.0) == 1  # a score per word
+    with pytest.raises(ValueError, match="at least one"):
+        rerank([], model, 1.0, 0.0, 0.0)
+
+
+def test_pruned_model_is_smaller_and_keeps_every_word() -> None:
+    full, pruned = build_word_arpa(TEXT, 2, 1), build_word_arpa(TEXT, 2, 2)
+    assert len(pruned) < len(full)
+    assert arpa_vocabulary(pruned) == arpa_vocabulary(full)  # only word pairs are pruned
+    assert "ngram 2=" in pruned and "morning" in arpa_vocabulary(pruned)
+    WordLanguageModel(pruned)  # KenLM reads it
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(ValueError, match="no usable text"):
+        build_word_arpa(["", "  "])
+    with pytest.raises(ValueError, match="no unigrams"):
+        arpa_vocabulary("not an arpa text")
+    with pytest.raises(ValueError, match="<unk>"):
+        WordLanguageModel("\\data\\\nngram 1=1\n\n\\1-grams:\n-1.0\tword\n\n\\end\\\n")

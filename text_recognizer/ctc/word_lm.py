@@ -1,0 +1,105 @@
+"""A word n-gram language model that re-ranks the beam's finished hypotheses.
+
+Why a second LM: the character LM steers the search over a 6-character window, so it knows
+spelling but not which *words* exist or follow one another. After the search, the beam holds
+about 20 distinct readings of a line; the best of them is often a real phrase the search ranked
+second (``benchmarks/RESULTS.md``, "Word language model"). Re-ranking them with a word model is
+cheap (a few dictionary lookups per hypothesis) and leaves the search itself unchanged.
+
+Words are what ``tokenize_like_iam`` makes of a line (punctuation and clitics split off),
+lower-cased: capitals are the character LM's business, and folding them halves the vocabulary.
+A word the model never saw is scored as ``<unk>``; the re-ranking also counts such words
+(``BeamOptions.oov_penalty``) so that names are allowed but not preferred to real words.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from text_recognizer.ctc.ngram import EOS, UNK, estimate_kneser_ney, write_arpa
+from text_recognizer.data.tokenization import tokenize_like_iam
+
+#: Bigrams: a trigram model from the same text re-ranked no better (RESULTS) and is 2.5x larger.
+DEFAULT_WORD_ORDER = 2
+#: Word pairs seen once are dropped: the model shrinks 3x (1.6 MiB gzipped) and re-ranks as well.
+DEFAULT_MIN_COUNT = 2
+
+
+def words(text: str) -> list[str]:
+    """The word-LM tokens of one line: IAM-style tokens, lower-cased."""
+    return tokenize_like_iam(text).lower().split()
+
+
+def build_word_arpa(lines: Iterable[str], order: int = DEFAULT_WORD_ORDER, min_count: int = DEFAULT_MIN_COUNT) -> str:
+    """Estimate a word n-gram model (interpolated Kneser-Ney, pruned) and return its ARPA text."""
+    sentences = [tokens for tokens in map(words, lines) if tokens]
+    if not sentences:
+        raise ValueError("no usable text for the word language model: every line was empty")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_arpa(estimate_kneser_ney(sentences, order, min_count), Path(tmp) / "words.arpa")
+        return path.read_text(encoding="utf-8")
+
+
+def arpa_vocabulary(arpa: str) -> list[str]:
+    """The unigrams of an ARPA text, in file order (``<s>``, ``</s>`` and ``<unk>`` included)."""
+    vocabulary, inside = [], False
+    for line in arpa.splitlines():
+        if line.startswith("\\1-grams:"):
+            inside = True
+        elif inside and line.startswith("\\"):
+            break
+        elif inside and line.strip():
+            vocabulary.append(line.split("\t")[1])
+    if not vocabulary:
+        raise ValueError("the word language model has no unigrams (not an ARPA text?)")
+    return vocabulary
+
+
+class WordLanguageModel:
+    """Scores whole lines with a word ARPA model through KenLM (inside flashlight-text).
+
+    ``score(text)`` -> ``(log p, unknown words, words)``, ``log p`` in natural-log units (the beam's
+    scores are natural logs), sentence start and end included.
+    """
+
+    def __init__(self, arpa: str):
+        from flashlight.lib.text.decoder.kenlm import KenLM
+        from flashlight.lib.text.dictionary import Dictionary
+
+        from text_recognizer.ctc.beam import load_kenlm
+
+        vocabulary = arpa_vocabulary(arpa)
+        self._index = {word: i for i, word in enumerate(vocabulary)}
+        self._unk = self._index.get(UNK)
+        if self._unk is None:
+            raise ValueError("the word language model has no <unk> entry")
+        self._known = set(vocabulary) - {UNK}
+        self._lm = load_kenlm(KenLM, arpa, Dictionary(vocabulary))
+
+    def score(self, text: str) -> tuple[float, int, int]:
+        tokens = words(text)
+        state = self._lm.start(False)
+        total = 0.0
+        for token in [*tokens, EOS]:
+            state, logp = self._lm.score(state, self._index.get(token, self._unk))
+            total += logp
+        unknown = sum(token not in self._known for token in tokens)
+        return total * math.log(10), unknown, len(tokens)
+
+
+def rerank(hypotheses: Sequence[tuple[str, float]], model: WordLanguageModel, weight: float, word_bonus: float,
+           oov_penalty: float) -> int:
+    """Index of the best ``(text, beam score)`` after adding ``weight * log p_word(text)``,
+    ``word_bonus`` per word and ``-oov_penalty`` per unknown word (ties: the beam's order)."""
+    if not hypotheses:
+        raise ValueError("rerank needs at least one hypothesis")
+    best, best_score = 0, -math.inf
+    for i, (text, beam_score) in enumerate(hypotheses):
+        logp, unknown, count = model.score(text)
+        total = beam_score + weight * logp + word_bonus * count - oov_penalty * unknown
+        if total > best_score:
+            best, best_score = i, total
+    return best
