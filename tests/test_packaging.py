@@ -49,6 +49,7 @@ def test_package_data_files_exist_and_cover_what_the_code_loads():
         assert paths, f"package-data of {package} matches no file"
     shipped = {path for paths in declared.values() for path in paths}
     needed = [REPO / "text_recognizer" / "artifacts" / "default.pt", REPO / "text_recognizer" / "data" / "words.txt",
+              REPO / "text_recognizer" / "artifacts" / "LICENSE-cmudict.txt",
               *(REPO / "text_recognizer" / "data" / "metadata").glob("*.toml"), *(REPO / "api" / "static").iterdir()]
     assert len(needed) > 4
     assert not [str(path) for path in needed if path not in shipped]

@@ -9,7 +9,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
 from text_recognizer.ctc.decode import collapse
 from text_recognizer.ctc.lm import LanguageModelError, build_arpa
-from text_recognizer.ctc.word_lm import build_word_arpa
+from text_recognizer.ctc.word_lm import WordLanguageModel, build_word_arpa
 
 CODEC = Codec(" ceht")  # blank 0, space 1, c 2, e 3, h 4, t 5
 
@@ -52,14 +52,14 @@ def test_language_model_turns_thc_into_the() -> None:
 
 def test_word_language_model_reranks_the_final_beam() -> None:
     """No character LM: the search ends on 'thc'; a word model that knows 'the' picks the other reading."""
-    word_arpa = build_word_arpa(["the the the", "the tee"] * 3, order=2, min_count=1)
+    word_model = WordLanguageModel(build_word_arpa(["the the the", "the tee"] * 3, order=2, min_count=1))
     log_probs = ambiguous_the()
     options = BeamOptions(beam_width=8, word_lm_weight=1.0, word_lm_bonus=0.0, oov_penalty=1.0)
-    reranked = BeamDecoder(CODEC, options, word_arpa=word_arpa)
+    reranked = BeamDecoder(CODEC, options, word_model=word_model)
     assert reranked.word_lm is not None
     best = reranked.best_path(log_probs)
     assert len(best) == log_probs.shape[0] and CODEC.decode(collapse(best)) == "the"
-    off = BeamDecoder(CODEC, BeamOptions(beam_width=8, word_lm_weight=0.0), word_arpa=word_arpa)
+    off = BeamDecoder(CODEC, BeamOptions(beam_width=8, word_lm_weight=0.0), word_model=word_model)
     assert off.word_lm is None and CODEC.decode(collapse(off.best_path(log_probs))) == "thc"
     assert BeamDecoder(CODEC, options).word_lm is None  # no word model, nothing to re-rank with
 

@@ -7,7 +7,8 @@ import torch
 
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.decoder import Geometry, LineDecoder, line_features, runs
-from text_recognizer.ctc.lm import build_arpa, make_bundle
+from text_recognizer.ctc.lm import build_arpa, make_bundle, word_lm_entry
+from text_recognizer.ctc.word_lm import build_word_arpa
 
 CODEC = Codec(" abc")  # blank 0, space 1, a 2, b 3, c 4
 
@@ -65,6 +66,17 @@ def test_beam_uses_the_bundles_language_model() -> None:
     assert not LineDecoder(CODEC, "beam", bundle, use_lm=False).has_lm
     assert LineDecoder(CODEC, "beam", bundle).options.beam_width == 4
     assert LineDecoder(CODEC, "beam", bundle, beam_width=2).options.beam_width == 2
+
+
+def test_beam_uses_the_bundles_word_lm_and_lexicon() -> None:
+    words = build_word_arpa(["ab ca", "ca ab"] * 3, 2, 1)
+    bundle = make_bundle(build_arpa(["ab ca"] * 3, CODEC, 3), CODEC, 3, "test",
+                         word_lm=word_lm_entry(words, 2, 1, "test", ["cab"], "list"))
+    model = LineDecoder(CODEC, "beam", bundle).beam.word_lm
+    assert model is not None and model.score("cab ab")[1] == 0 and model.score("bac")[1] == 1
+    assert LineDecoder(CODEC, "beam", bundle, word_lm_weight=0.0).beam.word_lm is None
+    assert LineDecoder(CODEC, "beam", bundle, use_lm=False).beam.word_lm is None
+    assert LineDecoder(CODEC, "beam", make_bundle(None, CODEC, None, "test")).beam.word_lm is None
 
 
 def test_empty_line() -> None:

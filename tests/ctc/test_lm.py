@@ -14,6 +14,7 @@ from text_recognizer.ctc.lm import (
     build_arpa,
     bundle_path,
     decoder_bundle_for,
+    lexicon_words,
     load_bundle,
     main,
     make_bundle,
@@ -75,12 +76,22 @@ def test_bundle_round_trip_and_errors(tmp_path) -> None:
 def test_bundle_carries_a_word_lm(tmp_path) -> None:
     lines = ["hello world", "hello there world"]
     word_arpa = build_word_arpa(lines, 2, 1)
-    bundle = make_bundle(build_arpa(lines, CODEC, 3), CODEC, 3, "test", word_lm=word_lm_entry(word_arpa, 2, 1, "test"))
+    entry = word_lm_entry(word_arpa, 2, 1, "test", ["branner", "lathrop"], "names.txt")
+    bundle = make_bundle(build_arpa(lines, CODEC, 3), CODEC, 3, "test", word_lm=entry)
     path = save_bundle(bundle, tmp_path / "w.decoder.pt")
-    assert isinstance(torch.load(path, weights_only=True)["word_lm"]["arpa_gz"], torch.Tensor)
+    stored = torch.load(path, weights_only=True)["word_lm"]
+    assert isinstance(stored["arpa_gz"], torch.Tensor) and isinstance(stored["lexicon_gz"], torch.Tensor)
     loaded = load_bundle(path, CODEC)
     assert arpa_text(loaded, "word_lm") == word_arpa and loaded["word_lm"]["unit"] == "word"
+    assert lexicon_words(loaded) == lexicon_words(bundle) == ["branner", "lathrop"]
     assert arpa_text(make_bundle(None, CODEC, None, "test"), "word_lm") is None  # optional
+    assert lexicon_words(make_bundle(None, CODEC, None, "test")) == []
+    no_lexicon = make_bundle(None, CODEC, None, "test", word_lm=word_lm_entry(word_arpa, 2, 1, "test"))
+    assert lexicon_words(load_bundle(save_bundle(no_lexicon, tmp_path / "n.pt"), CODEC)) == []
+    changed = dict(bundle, word_lm=dict(entry, lexicon_gz=gzip.compress(b"someone")))
+    save_bundle(changed, tmp_path / "l.pt")
+    with pytest.raises(LanguageModelError, match="lexicon's checksum"):
+        load_bundle(tmp_path / "l.pt", CODEC)
     with pytest.raises(ValueError, match="key"):
         arpa_text(loaded, "words")
     tampered = dict(bundle, word_lm=dict(bundle["word_lm"], arpa_gz=gzip.compress(b"\\data\\ changed")))
@@ -138,6 +149,14 @@ def test_command_builds_a_bundle_from_a_text_file(tmp_path, capsys) -> None:
                  "--out", str(out)]) == 0
     assert torch.load(out, weights_only=True)["word_lm"] is None
     assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--word-order", "-1", "--out", str(out)]) == 2
+    names = tmp_path / "names.txt"
+    names.write_text("Branner\nLathrop\n", encoding="utf-8")
+    assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--order", "3", "--lexicon", str(names),
+                 "--out", str(out)]) == 0
+    assert "lexicon of 2 words" in capsys.readouterr().out
+    assert lexicon_words(load_bundle(out)) == ["branner", "lathrop"]
+    assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--word-order", "0", "--lexicon", str(names),
+                 "--out", str(out)]) == 2
     assert main([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--order", "9", "--out", str(out)]) == 2
     assert main([str(tmp_path / "nope.txt"), "--checkpoint", str(DEFAULT_CHECKPOINT), "--out", str(out)]) == 2
     assert "error:" in capsys.readouterr().err

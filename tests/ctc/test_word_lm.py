@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from text_recognizer.ctc.word_lm import WordLanguageModel, arpa_vocabulary, build_word_arpa, rerank, words
+from text_recognizer.ctc.word_lm import (
+    WordLanguageModel,
+    arpa_vocabulary,
+    build_word_arpa,
+    read_lexicon,
+    rerank,
+    words,
+)
 
 TEXT = ["I am very sorry to hear it.", "I am sorry to hear of the death of your father."] * 3 + [
     "We were very glad to hear from you.", "The letter came this morning."]
@@ -43,6 +50,32 @@ def test_rerank_adds_the_word_model_to_the_beam_scores(model) -> None:
     assert rerank(longer, model, weight=0.0, word_bonus=1.0, oov_penalty=0.0) == 1  # a score per word
     with pytest.raises(ValueError, match="at least one"):
         rerank([], model, 1.0, 0.0, 0.0)
+
+
+def test_numbers_and_punctuation_are_never_unknown(model) -> None:
+    assert model.score("I am 1905 , ; sorry")[1] == 0
+    assert model.score("I am Lathrop")[1] == 1
+
+
+def test_a_lexicon_makes_words_known(tmp_path, model) -> None:
+    listing = tmp_path / "dict.txt"
+    listing.write_text(";;; a comment\nLATHROP  L EY1 TH R AH0 P\nLATHROP(1)  L AE1 TH R AH0 P\nA.  EY1\n"
+                       "Sorry\n\n", encoding="utf-8")
+    other = tmp_path / "names.txt"
+    other.write_text("Branner\nlathrop\n", encoding="utf-8")
+    lexicon = read_lexicon([listing, other])
+    assert lexicon == ["branner", "lathrop", "sorry"]  # "a." is not a word of letters
+    arpa = build_word_arpa(TEXT, order=2, min_count=1)
+    with_lexicon = WordLanguageModel(arpa, lexicon)
+    assert model.score("Dear Mr Lathrop")[1] == 3 and with_lexicon.score("Dear Mr Lathrop")[1] == 2
+    assert with_lexicon.score("Dear Mr Lathrop")[0] == model.score("Dear Mr Lathrop")[0]  # the LM is unchanged
+    with pytest.raises(ValueError, match="not a file"):
+        read_lexicon([tmp_path / "none.txt"])
+    with pytest.raises(ValueError, match="non-empty list"):
+        read_lexicon(str(listing))
+    (tmp_path / "empty.txt").write_text("123\n;;; x\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no words"):
+        read_lexicon([tmp_path / "empty.txt"])
 
 
 def test_pruned_model_is_smaller_and_keeps_every_word() -> None:

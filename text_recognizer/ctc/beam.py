@@ -21,7 +21,9 @@ from dataclasses import asdict, dataclass, fields
 import torch
 
 from text_recognizer.codec import BLANK_ID, Codec
+from text_recognizer.ctc.decode import collapse
 from text_recognizer.ctc.lm import SPACE_TOKEN, LanguageModelError
+from text_recognizer.ctc.word_lm import WordLanguageModel, rerank
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class BeamDecoder:
     """Flashlight's lexicon-free CTC beam search over one line's ``(T, C)`` log-probabilities."""
 
     def __init__(self, codec: Codec, options: BeamOptions | None = None, arpa: str | None = None,
-                 word_arpa: str | None = None):
+                 word_model: WordLanguageModel | None = None):
         try:
             from flashlight.lib.text.decoder import CriterionType, LexiconFreeDecoder, LexiconFreeDecoderOptions, ZeroLM
             from flashlight.lib.text.decoder.kenlm import KenLM
@@ -112,11 +114,7 @@ class BeamDecoder:
         self._lm = lm  # the decoder keeps a reference; so do we
         self._lock = threading.Lock()  # flashlight's decoder keeps its hypotheses in itself: one line at a time
         self._decoder = LexiconFreeDecoder(settings, lm, self.space_id, BLANK_ID, [])
-        self.word_lm = None
-        if word_arpa is not None and self.options.word_lm_weight > 0:
-            from text_recognizer.ctc.word_lm import WordLanguageModel
-
-            self.word_lm = WordLanguageModel(word_arpa)
+        self.word_lm = word_model if self.options.word_lm_weight > 0 else None
 
     def best_path(self, log_probs: torch.Tensor) -> list[int]:
         """``(T, C)`` log-probabilities -> the best hypothesis as one class id per frame."""
@@ -137,9 +135,6 @@ class BeamDecoder:
 
     def _rerank(self, paths: list[list[int]], scores: list[float]) -> int:
         """Index of the best path after the word LM's re-ranking of the distinct readings."""
-        from text_recognizer.ctc.decode import collapse
-        from text_recognizer.ctc.word_lm import rerank
-
         firsts: dict[str, int] = {}  # reading -> its best-scored path (results come best first)
         for i, path in enumerate(paths):
             firsts.setdefault(self.codec.decode(collapse(path)), i)

@@ -31,7 +31,8 @@ from text_recognizer.codec import BLANK_ID, Codec
 from text_recognizer.ctc import calibration as cal
 from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
 from text_recognizer.ctc.decode import DecodedLine, Span
-from text_recognizer.ctc.lm import arpa_text
+from text_recognizer.ctc.lm import arpa_text, lexicon_words
+from text_recognizer.ctc.word_lm import WordLanguageModel
 
 DECODERS = ("greedy", "beam")
 
@@ -149,7 +150,10 @@ class LineDecoder:
             self.options = BeamOptions.from_dict(self.bundle.get("beam"), **beam_overrides)
             arpa = arpa_text(self.bundle) if (use_lm and self.bundle) else None
             word_arpa = arpa_text(self.bundle, "word_lm") if (use_lm and self.bundle) else None
-            self.beam = BeamDecoder(codec, self.options, arpa, word_arpa)
+            word_model = None
+            if word_arpa is not None and self.options.word_lm_weight > 0:
+                word_model = WordLanguageModel(word_arpa, lexicon_words(self.bundle))
+            self.beam = BeamDecoder(codec, self.options, arpa, word_model)
         elif any(v is not None for v in beam_overrides.values()):
             raise ValueError(f"beam options {sorted(beam_overrides)} need decoder='beam'")
 

@@ -39,7 +39,7 @@ import torch
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.lm_text import read_running_text
 from text_recognizer.ctc.ngram import estimate_kneser_ney, write_arpa
-from text_recognizer.ctc.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER, build_word_arpa
+from text_recognizer.ctc.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER, build_word_arpa, read_lexicon
 
 SPACE_TOKEN = "|"
 BUNDLE_KIND = "text_recognizer.decoder"
@@ -113,14 +113,24 @@ def make_bundle(arpa: str | None, codec: Codec, order: int | None, source: str, 
             "beam": dict(beam or {}), "calibration": calibration, "word_lm": word_lm}
 
 
-def word_lm_entry(arpa: str, order: int, min_count: int, source: str) -> dict:
-    """The bundle's optional word LM (``word_lm.py``), stored like the character LM."""
-    return {"unit": "word", "order": order, "min_count": min_count, "source": source, **_packed(arpa)}
+def word_lm_entry(arpa: str, order: int, min_count: int, source: str, lexicon: Sequence[str] | None = None,
+                  lexicon_source: str = "") -> dict:
+    """The bundle's optional word LM (``word_lm.py``), stored like the character LM, with its optional
+    lexicon of known words (one per line, gzipped)."""
+    entry = {"unit": "word", "order": order, "min_count": min_count, "source": source, **_packed(arpa)}
+    if lexicon:
+        packed = _packed("\n".join(lexicon))
+        entry.update(lexicon_source=lexicon_source, lexicon_sha256=packed["sha256"], lexicon_gz=packed["arpa_gz"])
+    return entry
 
 
-def _packed(arpa: str) -> dict:
-    data = arpa.encode("utf-8")
+def _packed(text: str) -> dict:
+    data = text.encode("utf-8")
     return {"sha256": hashlib.sha256(data).hexdigest(), "arpa_gz": gzip.compress(data, mtime=0)}
+
+
+#: Gzipped texts inside a bundle's LM entries, and the key of each one's checksum.
+_PACKED = {"arpa_gz": "sha256", "lexicon_gz": "lexicon_sha256"}
 
 
 def bundle_path(checkpoint: str | Path) -> Path:
@@ -148,8 +158,9 @@ def _arpa_as_tensor(bundle: dict) -> dict:
     out = dict(bundle)
     for key in LM_KEYS:
         lm = bundle.get(key)
-        if lm is not None and isinstance(lm.get("arpa_gz"), bytes):
-            out[key] = {**lm, "arpa_gz": torch.frombuffer(bytearray(lm["arpa_gz"]), dtype=torch.uint8)}
+        if lm is not None:
+            out[key] = {**lm, **{name: torch.frombuffer(bytearray(lm[name]), dtype=torch.uint8)
+                                 for name in _PACKED if isinstance(lm.get(name), bytes)}}
     return out
 
 
@@ -179,17 +190,23 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
         )
     for key in LM_KEYS:
         lm = bundle.get(key)
-        if isinstance(lm, dict) and isinstance(lm.get("arpa_gz"), torch.Tensor):
-            lm = {**lm, "arpa_gz": _stored_bytes(lm["arpa_gz"], where)}
+        if isinstance(lm, dict):
+            lm = {**lm, **{name: _stored_bytes(lm[name], where) for name in _PACKED
+                           if isinstance(lm.get(name), torch.Tensor)}}
             bundle = {**bundle, key: lm}
-        if lm is not None:
-            name = "word language model" if key == "word_lm" else "language model"
+        if lm is None:
+            continue
+        for name, checksum in _PACKED.items():
+            if name == "lexicon_gz" and name not in lm:
+                continue  # a word LM without a lexicon
+            what = {"arpa_gz": "word language model" if key == "word_lm" else "language model",
+                    "lexicon_gz": "lexicon"}[name]
             try:
-                data = gzip.decompress(lm["arpa_gz"])
+                data = gzip.decompress(lm[name])
             except (OSError, EOFError, KeyError, TypeError) as error:
-                raise LanguageModelError(f"{where}: the {name} is corrupt ({error})") from error
-            if hashlib.sha256(data).hexdigest() != lm.get("sha256"):
-                raise LanguageModelError(f"{where}: the {name}'s checksum does not match (corrupt file)")
+                raise LanguageModelError(f"{where}: the {what} is corrupt ({error})") from error
+            if hashlib.sha256(data).hexdigest() != lm.get(checksum):
+                raise LanguageModelError(f"{where}: the {what}'s checksum does not match (corrupt file)")
     return bundle
 
 
@@ -243,6 +260,14 @@ def arpa_text(bundle: dict, key: str = "lm") -> str | None:
     return None if lm is None else gzip.decompress(_stored_bytes(lm["arpa_gz"], "decoder bundle")).decode("utf-8")
 
 
+def lexicon_words(bundle: dict) -> list[str]:
+    """The known words of the bundle's word LM (empty without a word LM or lexicon)."""
+    lm = bundle.get("word_lm") or {}
+    if "lexicon_gz" not in lm:
+        return []
+    return gzip.decompress(_stored_bytes(lm["lexicon_gz"], "decoder bundle")).decode("utf-8").split("\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.ctc.lm",
@@ -264,6 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="order of the word LM that re-ranks the beam's readings (word_lm.py); 0: none")
     parser.add_argument("--word-min-count", type=int, default=DEFAULT_MIN_COUNT,
                         help="word n-grams (above single words) seen fewer times are pruned")
+    parser.add_argument("--lexicon", nargs="+", type=Path, default=[], metavar="WORD_LIST",
+                        help="word lists (first field of each line: a pronouncing dictionary works) whose words "
+                             "the word LM's re-ranking treats as known, not as misreadings")
     parser.add_argument("--out", type=Path, default=None, help="bundle path (default: <checkpoint>.decoder.pt)")
     parser.add_argument("--arpa", type=Path, default=None, help="also write the plain ARPA file here")
     args = parser.parse_args(argv)
@@ -283,7 +311,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         word_lm = None
         if args.word_order:
             word_arpa = build_word_arpa(lines, args.word_order, args.word_min_count)
-            word_lm = word_lm_entry(word_arpa, args.word_order, args.word_min_count, source)
+            lexicon = read_lexicon(args.lexicon) if args.lexicon else None
+            word_lm = word_lm_entry(word_arpa, args.word_order, args.word_min_count, source, lexicon,
+                                    ", ".join(map(str, args.lexicon)))
+        elif args.lexicon:
+            raise ValueError("--lexicon belongs to the word LM: it needs --word-order >= 1")
         out = args.out or bundle_path(checkpoint)
         previous = load_bundle(out, codec) if out.is_file() else {}
         bundle = make_bundle(arpa, codec, args.order, source=source, beam=previous.get("beam"),
@@ -295,6 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     words = (f", order-{args.word_order} word LM ({len(word_lm['arpa_gz']) / 2**20:.1f} MiB)" if word_lm else "")
+    if word_lm and "lexicon_gz" in word_lm:
+        words += f" and a lexicon of {len(lexicon)} words ({len(word_lm['lexicon_gz']) / 2**20:.1f} MiB)"
     print(f"{len(lines)} lines -> order-{args.order} character LM ({len(bundle['lm']['arpa_gz']) / 2**20:.1f} "
           f"MiB gzipped){words} in {out}")
     return 0

@@ -8,13 +8,16 @@ cheap (a few dictionary lookups per hypothesis) and leaves the search itself unc
 
 Words are what ``tokenize_like_iam`` makes of a line (punctuation and clitics split off),
 lower-cased: capitals are the character LM's business, and folding them halves the vocabulary.
-A word the model never saw is scored as ``<unk>``; the re-ranking also counts such words
-(``BeamOptions.oov_penalty``) so that names are allowed but not preferred to real words.
+A word the model never saw is scored as ``<unk>``; the re-ranking also counts unknown words
+(``BeamOptions.oov_penalty``) so that names are allowed but not preferred to real words. What is
+"known" can be widened with a lexicon (``read_lexicon``: a pronouncing dictionary's 125,000 words
+and names, say), so that a real surname the texts never mention is not taken for a misreading.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -43,6 +46,31 @@ def build_word_arpa(lines: Iterable[str], order: int = DEFAULT_WORD_ORDER, min_c
         return path.read_text(encoding="utf-8")
 
 
+def read_lexicon(paths: Sequence[str | Path]) -> list[str]:
+    """Known words from word-list files: the first field of each line, lower-cased, a trailing
+    variant mark such as ``(2)`` dropped (pronouncing dictionaries list a word once per reading),
+    ``;;;`` comment lines skipped; only words of letters are kept. Sorted, without repeats."""
+    if isinstance(paths, (str, Path)) or not paths:
+        raise ValueError(f"paths must be a non-empty list of word-list files, got {paths!r}")
+    known: set[str] = set()
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise ValueError(f"lexicon {path} is not a file")
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            fields = line.split()
+            if not fields or fields[0].startswith(";;;"):
+                continue
+            word = _VARIANT.sub("", fields[0]).lower()
+            if word.isalpha():
+                known.add(word)
+    if not known:
+        raise ValueError(f"no words in the lexicon files {[str(p) for p in paths]}")
+    return sorted(known)
+
+
+_VARIANT = re.compile(r"\(\d+\)$")
+
+
 def arpa_vocabulary(arpa: str) -> list[str]:
     """The unigrams of an ARPA text, in file order (``<s>``, ``</s>`` and ``<unk>`` included)."""
     vocabulary, inside = [], False
@@ -62,10 +90,11 @@ class WordLanguageModel:
     """Scores whole lines with a word ARPA model through KenLM (inside flashlight-text).
 
     ``score(text)`` -> ``(log p, unknown words, words)``, ``log p`` in natural-log units (the beam's
-    scores are natural logs), sentence start and end included.
+    scores are natural logs), sentence start and end included. Unknown words: words of letters that
+    are neither in the model nor in ``lexicon`` (numbers and punctuation are never unknown).
     """
 
-    def __init__(self, arpa: str):
+    def __init__(self, arpa: str, lexicon: Iterable[str] = ()):
         from flashlight.lib.text.decoder.kenlm import KenLM
         from flashlight.lib.text.dictionary import Dictionary
 
@@ -76,7 +105,7 @@ class WordLanguageModel:
         self._unk = self._index.get(UNK)
         if self._unk is None:
             raise ValueError("the word language model has no <unk> entry")
-        self._known = set(vocabulary) - {UNK}
+        self._known = (set(vocabulary) | set(lexicon)) - {UNK}
         self._lm = load_kenlm(KenLM, arpa, Dictionary(vocabulary))
 
     def score(self, text: str) -> tuple[float, int, int]:
@@ -86,7 +115,7 @@ class WordLanguageModel:
         for token in [*tokens, EOS]:
             state, logp = self._lm.score(state, self._index.get(token, self._unk))
             total += logp
-        unknown = sum(token not in self._known for token in tokens)
+        unknown = sum(token.isalpha() and token not in self._known for token in tokens)
         return total * math.log(10), unknown, len(tokens)
 
 
