@@ -13,6 +13,7 @@ character on the frames (and pixels) it came from and give it a confidence.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 import threading
@@ -21,7 +22,6 @@ from dataclasses import asdict, dataclass, fields
 import torch
 
 from text_recognizer.codec import BLANK_ID, Codec
-from text_recognizer.ctc.decode import collapse
 from text_recognizer.ctc.lm import SPACE_TOKEN, LanguageModelError
 from text_recognizer.ctc.word_lm import WordLanguageModel, rerank
 
@@ -128,20 +128,20 @@ class BeamDecoder:
         emissions = log_probs.detach().to("cpu", torch.float32).contiguous()
         with self._lock:
             results = self._decoder.decode(emissions.data_ptr(), frames, emissions.shape[1])
-        paths = [[int(i) for i in result.tokens[1 : frames + 1]] for result in results]  # padded each side
-        if self.word_lm is None or len(paths) < 2:
-            return paths[0]
-        return paths[self._rerank(paths, [result.score for result in results])]
+        if self.word_lm is None or len(results) < 2:
+            return [int(i) for i in results[0].tokens[1 : frames + 1]]  # flashlight pads one token each side
+        paths = [result.tokens[1 : frames + 1] for result in results]
+        return [int(i) for i in paths[self._rerank(paths, [result.score for result in results])]]
 
     def _rerank(self, paths: list[list[int]], scores: list[float]) -> int:
         """Index of the best path after the word LM's re-ranking of the distinct readings."""
-        firsts: dict[str, int] = {}  # reading -> its best-scored path (results come best first)
+        firsts: dict[tuple[int, ...], int] = {}  # reading (collapsed ids) -> its best-scored path
         for i, path in enumerate(paths):
-            firsts.setdefault(self.codec.decode(collapse(path)), i)
-        readings = list(firsts.items())
-        best = rerank([(text, scores[i]) for text, i in readings], self.word_lm, self.options.word_lm_weight,
-                      self.options.word_lm_bonus, self.options.oov_penalty)
-        return readings[best][1]
+            firsts.setdefault(tuple(k for k, _ in itertools.groupby(path) if k != BLANK_ID), i)
+        readings = [(self.codec.decode(ids), scores[i]) for ids, i in firsts.items()]
+        best = rerank(readings, self.word_lm, self.options.word_lm_weight, self.options.word_lm_bonus,
+                      self.options.oov_penalty)
+        return list(firsts.values())[best]
 
 
 def load_kenlm(kenlm_class, arpa: str, dictionary):
