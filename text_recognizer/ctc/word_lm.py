@@ -7,10 +7,10 @@ second (``benchmarks/RESULTS.md``, "Word language model"). Re-ranking them with 
 cheap (a few dictionary lookups per hypothesis) and leaves the search itself unchanged.
 
 Words are what ``tokenize_like_iam`` makes of a line (punctuation and clitics split off),
-lower-cased: capitals are the character LM's business, and folding them halves the vocabulary.
+lower-cased: capitals are the character LM's business, and a capitalised first word is the same word.
 A word the model never saw is scored as ``<unk>``; the re-ranking also counts unknown words
 (``BeamOptions.oov_penalty``) so that names are allowed but not preferred to real words. What is
-"known" can be widened with a lexicon (``read_lexicon``: a pronouncing dictionary's 125,000 words
+"known" can be widened with a lexicon (``read_lexicon``: a pronouncing dictionary's 116,000 words
 and names, say), so that a real surname the texts never mention is not taken for a misreading.
 """
 
@@ -27,7 +27,7 @@ from text_recognizer.data.tokenization import tokenize_like_iam
 
 #: Bigrams: a trigram model from the same text re-ranked no better (RESULTS) and is 2.5x larger.
 DEFAULT_WORD_ORDER = 2
-#: Word pairs seen once are dropped: the model shrinks 3x (1.6 MiB gzipped) and re-ranks as well.
+#: Word pairs seen once are dropped: the model shrinks 2.6x (to 1.6 MiB gzipped) and re-ranks as well.
 DEFAULT_MIN_COUNT = 2
 
 
