@@ -111,7 +111,7 @@ class BatchPrediction(BaseModel):
                             },
                         },
                     ],
-                    "model_version": "crnn-iam-2026.12.04e",
+                    "model_version": "crnn-iam-2026.12.05a",
                     "elapsed_ms": 31.2,
                     "inference_ms": 18.0,
                     "preprocess_ms": 4.1,
