@@ -48,7 +48,7 @@ class BeamOptions:
     threshold: float = 20.0
     word_lm_weight: float = 0.2
     word_lm_bonus: float = 2.0
-    oov_penalty: float = 1.0
+    oov_penalty: float = 2.0
 
     def __post_init__(self) -> None:
         for name in ("beam_width", "token_beam"):
