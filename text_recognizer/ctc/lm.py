@@ -38,7 +38,7 @@ import torch
 
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.lm_text import read_running_text
-from text_recognizer.ctc.ngram import estimate_kneser_ney, write_arpa
+from text_recognizer.ctc.ngram import estimate_kneser_ney, format_arpa
 from text_recognizer.ctc.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER, build_word_arpa, read_lexicon
 
 SPACE_TOKEN = "|"
@@ -96,11 +96,7 @@ def build_arpa(lines: Iterable[str], codec: Codec, order: int = MAX_ORDER) -> st
     sentences = [char_tokens(line) for line in lines if line and not codec.unknown_characters(line)]
     if not sentences:
         raise ValueError("no usable text: every line was empty or had characters outside the model's charset")
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = write_arpa(estimate_kneser_ney(sentences, order), Path(tmp) / "lm.arpa")
-        return path.read_text(encoding="utf-8")
+    return format_arpa(estimate_kneser_ney(sentences, order))
 
 
 def make_bundle(arpa: str | None, codec: Codec, order: int | None, source: str, beam: dict | None = None,

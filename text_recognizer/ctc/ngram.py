@@ -149,21 +149,26 @@ def _backoff_prob(gram: tuple[str, ...], probs: list[dict], gammas: list[dict], 
     return gamma * _backoff_prob(gram[1:], probs, gammas, vocab_size)
 
 
-def write_arpa(tables: list[NgramTable], path: str | Path) -> Path:
-    """Write ``estimate_kneser_ney``'s tables as an ARPA file (sorted, so the file is reproducible)."""
-    path = Path(path)
+def format_arpa(tables: list[NgramTable]) -> str:
+    """``estimate_kneser_ney``'s tables as ARPA text (sorted, so the text is reproducible)."""
     order = len(tables)
-    with path.open("w", encoding="utf-8") as f:
-        f.write("\n\\data\\\n")
-        for n, table in enumerate(tables, start=1):
-            f.write(f"ngram {n}={len(table)}\n")
-        for n, table in enumerate(tables, start=1):
-            f.write(f"\n\\{n}-grams:\n")
-            for gram in sorted(table):
-                logp, backoff = table[gram]
-                if n < order:
-                    f.write(f"{logp:.6f}\t{' '.join(gram)}\t{backoff:.6f}\n")
-                else:
-                    f.write(f"{logp:.6f}\t{' '.join(gram)}\n")
-        f.write("\n\\end\\\n")
+    out = ["\n\\data\\\n"]
+    for n, table in enumerate(tables, start=1):
+        out.append(f"ngram {n}={len(table)}\n")
+    for n, table in enumerate(tables, start=1):
+        out.append(f"\n\\{n}-grams:\n")
+        for gram in sorted(table):
+            logp, backoff = table[gram]
+            if n < order:
+                out.append(f"{logp:.6f}\t{' '.join(gram)}\t{backoff:.6f}\n")
+            else:
+                out.append(f"{logp:.6f}\t{' '.join(gram)}\n")
+    out.append("\n\\end\\\n")
+    return "".join(out)
+
+
+def write_arpa(tables: list[NgramTable], path: str | Path) -> Path:
+    """Write ``estimate_kneser_ney``'s tables as an ARPA file (``format_arpa``)."""
+    path = Path(path)
+    path.write_text(format_arpa(tables), encoding="utf-8")
     return path

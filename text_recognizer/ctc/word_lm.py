@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from text_recognizer.ctc.ngram import EOS, UNK, estimate_kneser_ney, write_arpa
+from text_recognizer.ctc.ngram import EOS, UNK, estimate_kneser_ney, format_arpa
 from text_recognizer.data.tokenization import tokenize_like_iam
 
 #: Bigrams: a trigram model from the same text re-ranked no better (RESULTS) and is 2.5x larger.
@@ -41,9 +40,7 @@ def build_word_arpa(lines: Iterable[str], order: int = DEFAULT_WORD_ORDER, min_c
     sentences = [tokens for tokens in map(words, lines) if tokens]
     if not sentences:
         raise ValueError("no usable text for the word language model: every line was empty")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = write_arpa(estimate_kneser_ney(sentences, order, min_count), Path(tmp) / "words.arpa")
-        return path.read_text(encoding="utf-8")
+    return format_arpa(estimate_kneser_ney(sentences, order, min_count))
 
 
 def read_lexicon(paths: Sequence[str | Path]) -> list[str]:
