@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python benchmarks/decode_speed.py --data ../shared/data/iam/val [--bundle BUNDLE]
 
-With a bundle that has a word LM, every beam width is timed with and without its re-ranking.
+With a bundle that has a word LM, every beam width is timed without the whole-line re-scoring, with it,
+and with it and its lexicon corrections (the default).
 
 Times ``LineRecognizer.predict_tensors`` on one line at a time (the stem is run once beforehand),
 rounds interleaved so load from other jobs hits every decoder alike, and prints medians and ratios
@@ -41,9 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     for width in map(int, args.beam_widths.split(",")):
         decoders[f"beam {width} + LM"] = LineRecognizer(decoder="beam", decoder_bundle=args.bundle,
                                                         beam_options={"beam_width": width, "word_lm_weight": 0.0})
-        if has_word_lm:  # the same search, then the word LM's re-ranking of its readings
-            decoders[f"beam {width} + LM + words"] = LineRecognizer(decoder="beam", decoder_bundle=args.bundle,
-                                                                    beam_options={"beam_width": width})
+        if has_word_lm:  # the same search, then the re-scoring of its readings, then also the corrections
+            decoders[f"beam {width} + LM + words"] = LineRecognizer(
+                decoder="beam", decoder_bundle=args.bundle, beam_options={"beam_width": width, "corrections": 0})
+            decoders[f"beam {width} + LM + words + corr."] = LineRecognizer(decoder="beam", decoder_bundle=args.bundle,
+                                                                            beam_options={"beam_width": width})
     first = decoders["greedy"]
     for name, items in (("sample", picked), (f"{image_size(widest.path)[0]}-px line {widest.path.name}", [widest])):
         tensors = [first.preprocess(open_image(r.path)) for r in items]
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name} ({len(items)} lines, {args.rounds} rounds, torch threads {torch.get_num_threads()}):")
         for key, values in times.items():
             median = statistics.median(values)
-            print(f"  {key:24s} {1000 * median:7.1f} ms/line  {median / base:5.2f}x greedy")
+            print(f"  {key:32s} {1000 * median:7.1f} ms/line  {median / base:5.2f}x greedy")
     return 0
 
 

@@ -155,10 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", default="0.8,1.0,1.2,1.4", help="LM weights to try")
     parser.add_argument("--bonuses", default="0.5,1.0,1.5,2.0,2.5", help="word bonuses to try")
     parser.add_argument("--beam-width", type=int, default=8)
-    parser.add_argument("--word-lm-weights", default="0.1,0.2,0.3",
-                        help="word-LM re-ranking weights to try (if the bundle has a word LM)")
-    parser.add_argument("--word-lm-bonuses", default="1.0,2.0", help="re-ranking scores per word to try")
-    parser.add_argument("--oov-penalties", default="0.5,1.0", help="re-ranking penalties per unknown word to try")
+    parser.add_argument("--word-lm-weights", default="0.2,0.3,0.4",
+                        help="word-LM weights in the whole-line re-scoring to try (if the bundle has a word LM)")
+    parser.add_argument("--word-lm-bonuses", default="1.0,1.5", help="re-scoring scores per word to try")
+    parser.add_argument("--oov-penalties", default="4.0,5.0,6.0", help="re-scoring penalties per unknown word to try")
+    parser.add_argument("--rescore-lm-weights", default="0.85",
+                        help="character-LM weights in the whole-line re-scoring to try")
+    parser.add_argument("--corrections", type=int, default=12,
+                        help="lexicon words tried per unknown word (0: no corrections)")
     parser.add_argument("--train-text", nargs="*",
                         default=["../shared/data/iam/train", "../shared/data/iam/train_extra"],
                         help="text for pyctcdecode's word LM")
@@ -224,19 +228,22 @@ def main(argv: list[str] | None = None) -> int:
     report += ["", f"Grid (beam {args.beam_width}): best LM weight {best_w}, word bonus {best_b} "
                f"({100 * best_cer:.2f}% on the tuning half).", ""]
     if bundle.get("word_lm"):
-        word_grid = [(best_cer, 0.0, 0.0, 0.0)]
-        for a, c, p in itertools.product(*(map(float, v.split(",")) for v in
-                                           (args.word_lm_weights, args.word_lm_bonuses, args.oov_penalties))):
-            dec = LineDecoder(codec, "beam", bundle, **{**options.to_dict(), "word_lm_weight": a,
-                                                        "word_lm_bonus": c, "oov_penalty": p})
+        word_grid = [(best_cer, 0.0, 0.0, 0.0, 0.0)]
+        for a, c, p, r in itertools.product(*(map(float, v.split(",")) for v in (
+                args.word_lm_weights, args.word_lm_bonuses, args.oov_penalties, args.rescore_lm_weights))):
+            dec = LineDecoder(codec, "beam", bundle, **{**options.to_dict(), "word_lm_weight": a, "word_lm_bonus": c,
+                                                        "oov_penalty": p, "rescore_lm_weight": r,
+                                                        "corrections": args.corrections})
             paths, _ = decode_paths(dec, tune_lps)
-            word_grid.append((score(tune_refs, texts(dec, paths, tune_lps)), a, c, p))
-            print(f"tune word LM weight={a} bonus={c} oov={p}: {100 * word_grid[-1][0]:.2f}%", flush=True)
-        word_cer, a, c, p = min(word_grid)
+            word_grid.append((score(tune_refs, texts(dec, paths, tune_lps)), a, c, p, r))
+            print(f"tune word LM weight={a} bonus={c} oov={p} char LM={r}: {100 * word_grid[-1][0]:.2f}%", flush=True)
+        word_cer, a, c, p, r = min(word_grid)
         log["word_grid"] = word_grid
-        options = BeamOptions(**{**options.to_dict(), "word_lm_weight": a, "word_lm_bonus": c, "oov_penalty": p})
-        report += [f"Word-LM re-ranking grid: best weight {a}, score per word {c}, penalty per unknown word {p} "
-                   f"({100 * word_cer:.2f}% on the tuning half; 0 weight: no re-ranking).", ""]
+        options = BeamOptions(**{**options.to_dict(), "word_lm_weight": a, "word_lm_bonus": c, "oov_penalty": p,
+                                 "rescore_lm_weight": r, "corrections": args.corrections})
+        report += [f"Whole-line re-scoring grid ({args.corrections} lexicon corrections per unknown word): best "
+                   f"word-LM weight {a}, score per word {c}, penalty per unknown word {p}, character-LM weight {r} "
+                   f"({100 * word_cer:.2f}% on the tuning half; 0 weight: no re-scoring).", ""]
 
     # 3. CER on held-out half and all val; paths for calibration
     decoders = {"greedy": greedy,

@@ -56,7 +56,8 @@ class LineRecognizer:
     see ``text_recognizer.ctc.lm``). ``decoder_bundle`` overrides where that comes from (``False``: none, so
     confidences are uncalibrated as before), ``use_lm=False``
     searches without the LM, ``beam_options`` overrides the tuned ``BeamOptions`` (beam_width,
-    lm_weight, word_bonus, token_beam, threshold, word_lm_weight, word_lm_bonus, oov_penalty).
+    lm_weight, word_bonus, token_beam, threshold, word_lm_weight, word_lm_bonus, oov_penalty,
+    rescore_lm_weight, corrections, correction_distance).
     """
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16,

@@ -50,18 +50,18 @@ def test_language_model_turns_thc_into_the() -> None:
     assert CODEC.decode(collapse(with_lm.best_path(log_probs))) == "the"
 
 
-def test_word_language_model_reranks_the_final_beam() -> None:
+def test_word_language_model_rescores_the_final_beam() -> None:
     """No character LM: the search ends on 'thc'; a word model that knows 'the' picks the other reading."""
     word_model = WordLanguageModel(build_word_arpa(["the the the", "the tee"] * 3, order=2, min_count=1))
     log_probs = ambiguous_the()
-    options = BeamOptions(beam_width=8, word_lm_weight=1.0, word_lm_bonus=0.0, oov_penalty=1.0)
-    reranked = BeamDecoder(CODEC, options, word_model=word_model)
-    assert reranked.word_lm is not None
-    best = reranked.best_path(log_probs)
+    options = BeamOptions(beam_width=8, word_lm_weight=1.0, word_lm_bonus=0.0, oov_penalty=1.0, corrections=0)
+    rescored = BeamDecoder(CODEC, options, word_model=word_model)
+    assert rescored.word_lm is not None and rescored.rescorer.corrector is None
+    best = rescored.best_path(log_probs)
     assert len(best) == log_probs.shape[0] and CODEC.decode(collapse(best)) == "the"
     off = BeamDecoder(CODEC, BeamOptions(beam_width=8, word_lm_weight=0.0), word_model=word_model)
     assert off.word_lm is None and CODEC.decode(collapse(off.best_path(log_probs))) == "thc"
-    assert BeamDecoder(CODEC, options).word_lm is None  # no word model, nothing to re-rank with
+    assert BeamDecoder(CODEC, options).rescorer is None  # no word model, nothing to re-score with
 
 
 def test_path_has_one_class_per_frame() -> None:
@@ -74,7 +74,8 @@ def test_path_has_one_class_per_frame() -> None:
     ({"beam_width": 0}, ValueError), ({"beam_width": 2.0}, ValueError), ({"token_beam": 0}, ValueError),
     ({"lm_weight": -1.0}, ValueError), ({"lm_weight": "high"}, TypeError), ({"word_bonus": None}, TypeError),
     ({"threshold": 0.0}, ValueError), ({"word_lm_weight": -0.1}, ValueError), ({"oov_penalty": -1.0}, ValueError),
-    ({"word_lm_bonus": "x"}, TypeError),
+    ({"word_lm_bonus": "x"}, TypeError), ({"rescore_lm_weight": -0.5}, ValueError),
+    ({"corrections": -1}, ValueError), ({"correction_distance": 1.5}, ValueError), ({"corrections": True}, ValueError),
 ])
 def test_bad_options(kwargs, error) -> None:
     with pytest.raises(error, match=next(iter(kwargs))):

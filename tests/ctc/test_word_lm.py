@@ -8,10 +8,10 @@ import pytest
 
 from text_recognizer.ctc.word_lm import (
     WordLanguageModel,
+    arpa_unigrams,
     arpa_vocabulary,
     build_word_arpa,
     read_lexicon,
-    rerank,
     words,
 )
 
@@ -41,15 +41,14 @@ def test_word_order_matters_with_bigrams(model) -> None:
     assert model.score("sorry to hear")[0] > model.score("hear to sorry")[0]
 
 
-def test_rerank_adds_the_word_model_to_the_beam_scores(model) -> None:
-    hypotheses = [("I am verg sorny to hear it.", -10.0), ("I am very sorry to hear it.", -11.0)]
-    assert rerank(hypotheses, model, weight=0.0, word_bonus=0.0, oov_penalty=0.0) == 0  # the beam's own order
-    assert rerank(hypotheses, model, weight=0.5, word_bonus=0.0, oov_penalty=0.0) == 1
-    assert rerank(hypotheses, model, weight=0.0, word_bonus=0.0, oov_penalty=1.0) == 1  # two unknown words
-    longer = [("glad", -10.0), ("gl ad", -10.5)]
-    assert rerank(longer, model, weight=0.0, word_bonus=1.0, oov_penalty=0.0) == 1  # a score per word
-    with pytest.raises(ValueError, match="at least one"):
-        rerank([], model, 1.0, 0.0, 0.0)
+def test_unigrams_and_known_words(model) -> None:
+    unigrams = arpa_unigrams(build_word_arpa(TEXT, order=2, min_count=1))
+    assert list(unigrams) == arpa_vocabulary(build_word_arpa(TEXT, order=2, min_count=1))
+    assert unigrams["sorry"] > unigrams["morning"]  # seen 6 times against once
+    assert sum(10 ** p for w, p in unigrams.items() if w != "<s>") == pytest.approx(1.0, abs=1e-3)
+    assert model.unigram_log10 == unigrams
+    assert model.is_known("sorry") and not model.is_known("sorny") and not model.is_known("<unk>")
+    assert "sorry" in model.known_words and "<unk>" not in model.known_words
 
 
 def test_numbers_and_punctuation_are_never_unknown(model) -> None:

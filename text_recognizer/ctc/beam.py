@@ -5,7 +5,8 @@ lexicon-free decoder scores a character LM at every character, and it was the fa
 accurate of the libraries we measured (``benchmarks/RESULTS.md``: pyctcdecode with a word LM was
 slower, less accurate, and pins ``numpy<2``). Scores are ``log p_ctc + lm_weight * log p_lm +
 word_bonus * (number of spaces)``. With a word LM as well (``word_lm.py``), the distinct readings
-left in the beam at the end are re-ranked by it and the best of them is returned.
+left in the beam at the end, and lexicon corrections of the best one, are re-scored as whole lines
+(``rescoring.py``) and the best of them is returned.
 
 The decoder returns the best *frame path* (one class per frame), so the caller can place every
 character on the frames (and pixels) it came from and give it a confidence.
@@ -23,7 +24,8 @@ import torch
 
 from text_recognizer.codec import BLANK_ID, Codec
 from text_recognizer.ctc.lm import SPACE_TOKEN, LanguageModelError
-from text_recognizer.ctc.word_lm import WordLanguageModel, rerank
+from text_recognizer.ctc.rescoring import LexiconCorrector, Rescorer, Weights
+from text_recognizer.ctc.word_lm import WordLanguageModel
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,12 @@ class BeamOptions:
     fewer, longer words; it only applies with an LM (without one, beam search ranks by the model alone).
     ``token_beam``: classes tried per frame (the most likely ones); ``threshold``: hypotheses more
     than this far (log units) below the best are dropped.
-    ``word_lm_weight``, ``word_lm_bonus``, ``oov_penalty``: the re-ranking by a word LM (when the
-    bundle has one; 0 weight: none): weight of its log-probability, score per word, and penalty per
-    word it does not know (``word_lm.rerank``).
+    The whole-line re-scoring of the final readings (``rescoring.py``; only when the bundle has a word
+    LM, and ``word_lm_weight`` > 0): ``rescore_lm_weight`` weighs the character LM there,
+    ``word_lm_weight`` the word LM's log-probability; ``word_lm_bonus`` is a score per word and
+    ``oov_penalty`` a penalty per word neither the word LM nor the lexicon knows. ``corrections``:
+    lexicon words tried in place of each unknown word (0: no corrections), at most
+    ``correction_distance`` edits away.
     """
 
     beam_width: int = 24
@@ -46,20 +51,28 @@ class BeamOptions:
     word_bonus: float = 0.5
     token_beam: int = 10
     threshold: float = 20.0
-    word_lm_weight: float = 0.2
-    word_lm_bonus: float = 2.0
-    oov_penalty: float = 2.0
+    word_lm_weight: float = 0.3
+    word_lm_bonus: float = 1.0
+    oov_penalty: float = 5.0
+    rescore_lm_weight: float = 0.85
+    corrections: int = 12
+    correction_distance: int = 2
 
     def __post_init__(self) -> None:
         for name in ("beam_width", "token_beam"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        for name in ("lm_weight", "word_bonus", "threshold", "word_lm_weight", "word_lm_bonus", "oov_penalty"):
+        for name in ("corrections", "correction_distance"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        for name in ("lm_weight", "word_bonus", "threshold", "word_lm_weight", "word_lm_bonus", "oov_penalty",
+                     "rescore_lm_weight"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
                 raise TypeError(f"{name} must be a number, got {value!r}")
-        for name in ("lm_weight", "word_lm_weight", "oov_penalty"):
+        for name in ("lm_weight", "word_lm_weight", "oov_penalty", "rescore_lm_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.threshold <= 0:
@@ -115,6 +128,15 @@ class BeamDecoder:
         self._lock = threading.Lock()  # flashlight's decoder keeps its hypotheses in itself: one line at a time
         self._decoder = LexiconFreeDecoder(settings, lm, self.space_id, BLANK_ID, [])
         self.word_lm = word_model if self.options.word_lm_weight > 0 else None
+        self.rescorer = None
+        if self.word_lm is not None:
+            o = self.options
+            corrector = None
+            if o.corrections and o.correction_distance:
+                corrector = LexiconCorrector(self.word_lm, o.corrections, o.correction_distance)
+            self.rescorer = Rescorer(codec, Weights(o.rescore_lm_weight, o.word_lm_weight, o.word_lm_bonus,
+                                                    o.oov_penalty), self.word_lm, lm if self.has_lm else None,
+                                     corrector)
 
     def best_path(self, log_probs: torch.Tensor) -> list[int]:
         """``(T, C)`` log-probabilities -> the best hypothesis as one class id per frame."""
@@ -128,20 +150,13 @@ class BeamDecoder:
         emissions = log_probs.detach().to("cpu", torch.float32).contiguous()
         with self._lock:
             results = self._decoder.decode(emissions.data_ptr(), frames, emissions.shape[1])
-        if self.word_lm is None or len(results) < 2:
-            return [int(i) for i in results[0].tokens[1 : frames + 1]]  # flashlight pads one token each side
-        paths = [result.tokens[1 : frames + 1] for result in results]
-        return [int(i) for i in paths[self._rerank(paths, [result.score for result in results])]]
-
-    def _rerank(self, paths: list[list[int]], scores: list[float]) -> int:
-        """Index of the best path after the word LM's re-ranking of the distinct readings."""
-        firsts: dict[tuple[int, ...], int] = {}  # reading (collapsed ids) -> its best-scored path
-        for i, path in enumerate(paths):
-            firsts.setdefault(tuple(k for k, _ in itertools.groupby(path) if k != BLANK_ID), i)
-        readings = [(self.codec.decode(ids), scores[i]) for ids, i in firsts.items()]
-        best = rerank(readings, self.word_lm, self.options.word_lm_weight, self.options.word_lm_bonus,
-                      self.options.oov_penalty)
-        return list(firsts.values())[best]
+        paths = [result.tokens[1 : frames + 1] for result in results]  # flashlight pads one token each side
+        if self.rescorer is None:
+            return [int(i) for i in paths[0]]
+        readings: dict[str, list[int]] = {}  # distinct readings, each with its best-scored path
+        for path in paths:
+            readings.setdefault(self.codec.decode(k for k, _ in itertools.groupby(path) if k != BLANK_ID), path)
+        return [int(i) for i in self.rescorer.best_path(emissions, list(readings.items()))]
 
 
 def load_kenlm(kenlm_class, arpa: str, dictionary):

@@ -231,14 +231,17 @@ def add_decoder_arguments(parser) -> None:
     group.add_argument("--word-bonus", type=float, default=None,
                        help=f"score per word, i.e. per space (tuned default {defaults.word_bonus})")
     group.add_argument("--word-lm-weight", type=float, default=None,
-                       help=f"weight of the word LM that re-ranks the beam's readings, if the bundle has one "
-                            f"(tuned default {defaults.word_lm_weight}; 0: no re-ranking)")
+                       help=f"weight of the word LM that re-scores the beam's readings, if the bundle has one "
+                            f"(tuned default {defaults.word_lm_weight}; 0: no re-scoring and no corrections)")
+    group.add_argument("--corrections", type=int, default=None,
+                       help=f"lexicon words tried in place of each unknown word of the chosen reading "
+                            f"(default {defaults.corrections}; 0: no corrections)")
 
 
 def decoder_kwargs(args) -> dict:
     """``LineRecognizer`` keyword arguments from ``add_decoder_arguments``' flags."""
     overrides = {"beam_width": args.beam_width, "lm_weight": args.lm_weight, "word_bonus": args.word_bonus,
-                 "word_lm_weight": args.word_lm_weight}
+                 "word_lm_weight": args.word_lm_weight, "corrections": args.corrections}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return {"decoder": args.decoder, "use_lm": not args.no_lm, "decoder_bundle": args.decoder_bundle,
             "beam_options": overrides or None}

@@ -15,7 +15,8 @@ spacing the recognizer outputs; ``--running-text`` books and speeches are cut in
 (``lm_text``). Never build it from validation or test text.
 
 The same text also makes a small word bigram model (``word_lm.py``, ``--word-order 0`` for none)
-that re-ranks the readings left in the beam: characters steer the search, words pick the winner.
+that re-scores the readings left in the beam (and proposes lexicon corrections): characters steer
+the search, words pick the winner.
 
 The decoder bundle is a plain-types dict (``torch.load(..., weights_only=True)`` reads it): the
 gzipped ARPA texts (stored as uint8 tensors, see ``save_bundle``), the alphabet they were built for,
@@ -46,7 +47,7 @@ BUNDLE_KIND = "text_recognizer.decoder"
 BUNDLE_VERSION = 1
 #: KenLM inside flashlight-text is compiled for orders up to 6.
 MAX_ORDER = 6
-#: The bundle's language models: the character LM of the search and the optional word LM that re-ranks.
+#: The bundle's language models: the character LM of the search and the optional word LM that re-scores.
 LM_KEYS = ("lm", "word_lm")
 #: The default training text of the bundled model's LM (IAM train + train_extra, never val), in the
 #: development data folder next to the repository (``../shared/data``).
@@ -282,12 +283,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(default: the bundled model)")
     parser.add_argument("--order", type=int, default=MAX_ORDER, help=f"n-gram order, 1..{MAX_ORDER}")
     parser.add_argument("--word-order", type=int, default=DEFAULT_WORD_ORDER,
-                        help="order of the word LM that re-ranks the beam's readings (word_lm.py); 0: none")
+                        help="order of the word LM that re-scores the beam's readings (word_lm.py); 0: none")
     parser.add_argument("--word-min-count", type=int, default=DEFAULT_MIN_COUNT,
                         help="word n-grams (above single words) seen fewer times are pruned")
     parser.add_argument("--lexicon", nargs="+", type=Path, default=[], metavar="WORD_LIST",
                         help="word lists (first field of each line: a pronouncing dictionary works) whose words "
-                             "the word LM's re-ranking treats as known, not as misreadings")
+                             "the word LM's re-scoring treats as known (and offers as corrections)")
     parser.add_argument("--out", type=Path, default=None, help="bundle path (default: <checkpoint>.decoder.pt)")
     parser.add_argument("--arpa", type=Path, default=None, help="also write the plain ARPA file here")
     args = parser.parse_args(argv)

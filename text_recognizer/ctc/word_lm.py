@@ -1,4 +1,4 @@
-"""A word n-gram language model that re-ranks the beam's finished hypotheses.
+"""A word n-gram language model that re-scores the beam's finished hypotheses (``rescoring.py``).
 
 Why a second LM: the character LM steers the search over a 6-character window, so it knows
 spelling but not which *words* exist or follow one another. After the search, the beam holds
@@ -8,7 +8,7 @@ cheap (a few dictionary lookups per hypothesis) and leaves the search itself unc
 
 Words are what ``tokenize_like_iam`` makes of a line (punctuation and clitics split off),
 lower-cased: capitals are the character LM's business, and a capitalised first word is the same word.
-A word the model never saw is scored as ``<unk>``; the re-ranking also counts unknown words
+A word the model never saw is scored as ``<unk>``; the re-scoring also counts unknown words
 (``BeamOptions.oov_penalty``) so that names are allowed but not preferred to real words. What is
 "known" can be widened with a lexicon (``read_lexicon``: a pronouncing dictionary's 116,000 words
 and names, say), so that a real surname the texts never mention is not taken for a misreading.
@@ -68,19 +68,26 @@ def read_lexicon(paths: Sequence[str | Path]) -> list[str]:
 _VARIANT = re.compile(r"\(\d+\)$")
 
 
-def arpa_vocabulary(arpa: str) -> list[str]:
-    """The unigrams of an ARPA text, in file order (``<s>``, ``</s>`` and ``<unk>`` included)."""
-    vocabulary, inside = [], False
+def arpa_unigrams(arpa: str) -> dict[str, float]:
+    """The unigrams of an ARPA text and their log10 probabilities, in file order (``<s>``, ``</s>``
+    and ``<unk>`` included)."""
+    unigrams, inside = {}, False
     for line in arpa.splitlines():
         if line.startswith("\\1-grams:"):
             inside = True
         elif inside and line.startswith("\\"):
             break
         elif inside and line.strip():
-            vocabulary.append(line.split("\t")[1])
-    if not vocabulary:
+            fields = line.split("\t")
+            unigrams[fields[1]] = float(fields[0])
+    if not unigrams:
         raise ValueError("the word language model has no unigrams (not an ARPA text?)")
-    return vocabulary
+    return unigrams
+
+
+def arpa_vocabulary(arpa: str) -> list[str]:
+    """The unigrams of an ARPA text, in file order."""
+    return list(arpa_unigrams(arpa))
 
 
 class WordLanguageModel:
@@ -97,7 +104,8 @@ class WordLanguageModel:
 
         from text_recognizer.ctc.beam import load_kenlm
 
-        vocabulary = arpa_vocabulary(arpa)
+        self.unigram_log10 = arpa_unigrams(arpa)
+        vocabulary = list(self.unigram_log10)
         self._index = {word: i for i, word in enumerate(vocabulary)}
         self._unk = self._index.get(UNK)
         if self._unk is None:
@@ -115,17 +123,10 @@ class WordLanguageModel:
         unknown = sum(token.isalpha() and token not in self._known for token in tokens)
         return total * math.log(10), unknown, len(tokens)
 
+    @property
+    def known_words(self) -> frozenset[str]:
+        """Every word the model or the lexicon holds (lower case)."""
+        return frozenset(self._known)
 
-def rerank(hypotheses: Sequence[tuple[str, float]], model: WordLanguageModel, weight: float, word_bonus: float,
-           oov_penalty: float) -> int:
-    """Index of the best ``(text, beam score)`` after adding ``weight * log p_word(text)``,
-    ``word_bonus`` per word and ``-oov_penalty`` per unknown word (ties: the beam's order)."""
-    if not hypotheses:
-        raise ValueError("rerank needs at least one hypothesis")
-    best, best_score = 0, -math.inf
-    for i, (text, beam_score) in enumerate(hypotheses):
-        logp, unknown, count = model.score(text)
-        total = beam_score + weight * logp + word_bonus * count - oov_penalty * unknown
-        if total > best_score:
-            best, best_score = i, total
-    return best
+    def is_known(self, word: str) -> bool:
+        return word in self._known
