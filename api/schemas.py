@@ -111,7 +111,7 @@ class BatchPrediction(BaseModel):
                             },
                         },
                     ],
-                    "model_version": "crnn-iam-2026.12.05a",
+                    "model_version": "crnn-iam-2026.12.05b",
                     "elapsed_ms": 31.2,
                     "inference_ms": 18.0,
                     "preprocess_ms": 4.1,
