@@ -11,12 +11,13 @@ in the beam (about 20 per line) is scored again with what the search could not u
 
 and a reading with a word that neither the word model nor the lexicon knows (``Flathrop``) also
 proposes *corrections*: the same line with that word replaced by lexicon words a few edits away
-(``Lathrop``), each scored the same way. The acoustic term keeps a correction honest: a real
-surname the lexicon lacks stays when the image supports it better than any neighbour does.
+(``Lathrop``), each scored with the same terms, its acoustic one on the replaced word's own frames.
+The acoustic term keeps a correction honest: a real surname the lexicon lacks stays when the image
+supports it better than any neighbour does.
 Measured on IAM val and two out-of-domain sets (``benchmarks/RESULTS.md``, "Whole-line re-scoring").
 
 The chosen reading is returned as a frame path, like the search's own result: readings from the
-beam keep their path; a correction gets its best alignment (``viterbi_path``).
+beam keep their path; a correction keeps it too, with the replaced word's frames re-aligned (``viterbi_path``).
 """
 
 from __future__ import annotations
