@@ -10,12 +10,11 @@ import torch
 
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
-from text_recognizer.ctc.decode import collapse
+from text_recognizer.ctc.decode import collapse, runs
 from text_recognizer.ctc.rescoring import (
     LexiconCorrector,
     Rescorer,
     Weights,
-    char_spans,
     line_log_likelihoods,
     viterbi_path,
 )
@@ -91,10 +90,10 @@ def test_slots_are_the_unknown_words_with_their_replacements(word_model) -> None
     assert corrector.slots("the x zzzzzz") == []  # single letters are left; no neighbour, no slot
 
 
-def test_char_spans_follow_the_path() -> None:
-    #            t  t  -  h  -  -  e  e  -  e
-    assert char_spans([5, 5, 0, 4, 0, 0, 3, 3, 0, 3]) == [(0, 1), (3, 3), (6, 7), (9, 9)]
-    assert char_spans([0, 0]) == []
+def test_character_frames_follow_the_path() -> None:
+    #                                   t  t  -  h  -  -  e  e  -  e
+    assert [(a, b) for _, a, b in runs([5, 5, 0, 4, 0, 0, 3, 3, 0, 3])] == [(0, 1), (3, 3), (6, 7), (9, 9)]
+    assert runs([0, 0]) == []
 
 
 def peaked(text: str, peak: float) -> torch.Tensor:

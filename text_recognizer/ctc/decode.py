@@ -6,6 +6,7 @@ to characters with the codec. Returns plain Python strings, never tensors.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -97,3 +98,16 @@ def ctc_decode(
         confidence = float(best_log_prob[b, :n].mean().exp()) if n > 0 else 0.0
         lines.append(DecodedLine(text=codec.decode(ids), confidence=confidence))
     return lines
+
+
+def runs(path: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Non-blank runs of a frame path as ``(class id, first frame, last frame)``."""
+    out: list[tuple[int, int, int]] = []
+    for t, i in enumerate(path):
+        if i == BLANK_ID:
+            continue
+        if out and out[-1][0] == i and out[-1][2] == t - 1:
+            out[-1] = (i, out[-1][1], t)
+        else:
+            out.append((i, t, t))
+    return out

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from text_recognizer.codec import BLANK_ID, Codec
+from text_recognizer.codec import Codec
 from text_recognizer.ctc import calibration as cal
 from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
-from text_recognizer.ctc.decode import DecodedLine, Span
+from text_recognizer.ctc.decode import DecodedLine, Span, runs
 from text_recognizer.ctc.lm import arpa_text, lexicon_words
 from text_recognizer.ctc.word_lm import WordLanguageModel
 
@@ -71,19 +71,6 @@ class Geometry:
         resized = max(1, round(w * height / h))  # the stem's width before any padding
         offset = max(0.0, (stem_width - resized) / 2) if centred else 0.0
         return cls(window_width, stride, w / resized, float(w), offset)
-
-
-def runs(path: Sequence[int]) -> list[tuple[int, int, int]]:
-    """Non-blank runs of a frame path as ``(class id, first frame, last frame)``."""
-    out: list[tuple[int, int, int]] = []
-    for t, i in enumerate(path):
-        if i == BLANK_ID:
-            continue
-        if out and out[-1][0] == i and out[-1][2] == t - 1:
-            out[-1] = (i, out[-1][1], t)
-        else:
-            out.append((i, t, t))
-    return out
 
 
 def _logit(logp: float) -> float:

@@ -34,6 +34,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from text_recognizer.codec import BLANK_ID, Codec
+from text_recognizer.ctc.decode import runs
 from text_recognizer.ctc.word_lm import WordLanguageModel
 
 #: Readings whose full CTC probability is computed (~0.5 ms each on a long line): those within
@@ -150,19 +151,6 @@ def _recase(word: str, like: str) -> str:
     return word[0].upper() + word[1:] if like[0].isupper() else word
 
 
-def char_spans(path: Sequence[int]) -> list[tuple[int, int]]:
-    """First and last frame of each character a frame path emits (character ``k`` of its reading)."""
-    spans: list[tuple[int, int]] = []
-    for t, token in enumerate(path):
-        if token == BLANK_ID:
-            continue
-        if t and path[t - 1] == token:
-            spans[-1] = (spans[-1][0], t)
-        else:
-            spans.append((t, t))
-    return spans
-
-
 class Rescorer:
     """Chooses a line's reading among the beam's readings and their corrections (see the module docstring).
 
@@ -220,7 +208,7 @@ class Rescorer:
         slots = self.corrector.slots(text)
         if not slots:
             return path
-        spans = char_spans(path)
+        spans = [(first, last) for _, first, last in runs(path)]  # character k's frames
         wins = []  # (gain, acoustic gain, start, end, replacement, first frame, end frame)
         for start, end, options in slots:
             first = spans[start - 1][1] + 1 if start else 0  # the word's frames: between its neighbours'
