@@ -81,6 +81,19 @@ def test_neighbours_are_nearest_then_most_frequent(word_model) -> None:
     assert corrector.neighbours("zzzzzz") == []
 
 
+def test_words_outside_the_alphabet_are_never_proposed() -> None:
+    """'naïve' is in the lexicon but the model cannot write 'ï': proposing it would make the acoustic
+    score fail (an error 500 for a line reading 'naive' before this was found)."""
+    model = WordLanguageModel(build_word_arpa(TEXT, order=2, min_count=1), lexicon=["naïve", "naive", "nave"])
+    assert LexiconCorrector(model, 12, 2).neighbours("naiwe") == ["naive", "nave", "naïve"]
+    assert LexiconCorrector(model, 12, 2, alphabet=" aeinvw").neighbours("naiwe") == ["naive", "nave"]
+    codec = Codec(" aeinvw")
+    line = peaked_for(codec, "naiwe", 12.0)
+    options = BeamOptions(beam_width=4, word_lm_weight=0.1, word_lm_bonus=0.0, oov_penalty=3.0)
+    text = codec.decode(collapse(BeamDecoder(codec, options, word_model=model).best_path(line)))
+    assert text == "naiwe"  # the image is sure of its 'w'; the point is that no candidate breaks the scoring
+
+
 def test_slots_are_the_unknown_words_with_their_replacements(word_model) -> None:
     corrector = LexiconCorrector(word_model, candidates=3, max_distance=2)
     assert corrector.slots("the letter") == []  # nothing unknown
@@ -96,12 +109,16 @@ def test_character_frames_follow_the_path() -> None:
     assert runs([0, 0]) == []
 
 
-def peaked(text: str, peak: float) -> torch.Tensor:
+def peaked_for(codec: Codec, text: str, peak: float) -> torch.Tensor:
     """Frames spelling ``text`` with a blank after each character, ``peak`` logits over the rest."""
-    path = [i for c in CODEC.encode(text) for i in (c, 0)]
-    logits = torch.zeros(len(path), CODEC.num_classes)
+    path = [i for c in codec.encode(text) for i in (c, 0)]
+    logits = torch.zeros(len(path), codec.num_classes)
     logits[torch.arange(len(path)), torch.tensor(path)] = peak
     return logits.log_softmax(-1)  # (T, C)
+
+
+def peaked(text: str, peak: float) -> torch.Tensor:
+    return peaked_for(CODEC, text, peak)
 
 
 def test_a_correction_wins_only_when_the_image_allows_it(word_model) -> None:

@@ -133,7 +133,7 @@ class BeamDecoder:
             o = self.options
             corrector = None
             if o.corrections and o.correction_distance:
-                corrector = LexiconCorrector(self.word_lm, o.corrections, o.correction_distance)
+                corrector = LexiconCorrector(self.word_lm, o.corrections, o.correction_distance, codec.charset)
             self.rescorer = Rescorer(codec, Weights(o.rescore_lm_weight, o.word_lm_weight, o.word_lm_bonus,
                                                     o.oov_penalty), self.word_lm, lm if self.has_lm else None,
                                      corrector)

@@ -105,17 +105,26 @@ def viterbi_path(log_probs: torch.Tensor, target: Sequence[int]) -> list[int]:
 
 
 class LexiconCorrector:
-    """Proposes lines with each unknown word replaced by known words within a few edits."""
+    """Proposes lines with each unknown word replaced by known words within a few edits.
 
-    def __init__(self, model: WordLanguageModel, candidates: int, max_distance: int):
+    ``alphabet``: the characters the model can write; a word it cannot spell (``naïve`` for an ASCII
+    model, or a capitalised word for a model without capitals) is never proposed, since the acoustic
+    score of a correction needs its characters' ids.
+    """
+
+    def __init__(self, model: WordLanguageModel, candidates: int, max_distance: int, alphabet: str | None = None):
         self.model = model
         self.candidates = candidates
         self.max_distance = max_distance
         self._by_length: dict[int, list[str]] = {}
+        self._alphabet = set(alphabet) if alphabet is not None else None
         for word in sorted(model.known_words):
-            if word.isalpha():
+            if word.isalpha() and self._spellable(word):
                 self._by_length.setdefault(len(word), []).append(word)
         self._pools: dict[tuple[int, int], list[str]] = {}  # (length, edits) -> the words that could be near
+
+    def _spellable(self, word: str) -> bool:
+        return self._alphabet is None or set(word) <= self._alphabet
 
     def neighbours(self, word: str) -> list[str]:
         """Known words closest to ``word`` (lower case): at most ``max_distance`` edits (one for words of
@@ -139,7 +148,7 @@ class LexiconCorrector:
             word = match.group()
             if len(word) < 2 or self.model.is_known(word.lower()):
                 continue
-            options = [_recase(w, word) for w in self.neighbours(word.lower())]
+            options = [w for w in (_recase(w, word) for w in self.neighbours(word.lower())) if self._spellable(w)]
             if options:
                 found.append((match.start(), match.end(), options))
         return found
