@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="character-LM weights in the whole-line re-scoring to try")
     parser.add_argument("--corrections", type=int, default=12,
                         help="lexicon words tried per unknown word (0: no corrections)")
+    parser.add_argument("--blank-penalties", default="0,1.0,1.5,2.0",
+                        help="blank penalties to try last, with the other settings chosen (the grids above "
+                             "use the bundle's, or BeamOptions' default)")
     parser.add_argument("--train-text", nargs="*",
                         default=["../shared/data/iam/train", "../shared/data/iam/train_extra"],
                         help="text for pyctcdecode's word LM")
@@ -224,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tune w={w} b={b}: {100 * grid[-1][0]:.2f}%", flush=True)
     best_cer, best_w, best_b = min(grid)
     log["grid"] = grid
-    options = BeamOptions(beam_width=args.beam_width, lm_weight=best_w, word_bonus=best_b, word_lm_weight=0.0)
+    options = BeamOptions.from_dict(bundle.get("beam"), beam_width=args.beam_width, lm_weight=best_w,
+                                    word_bonus=best_b, word_lm_weight=0.0)  # the rest as the grid ran
     report += ["", f"Grid (beam {args.beam_width}): best LM weight {best_w}, word bonus {best_b} "
                f"({100 * best_cer:.2f}% on the tuning half).", ""]
     if bundle.get("word_lm"):
@@ -244,6 +248,18 @@ def main(argv: list[str] | None = None) -> int:
         report += [f"Whole-line re-scoring grid ({args.corrections} lexicon corrections per unknown word): best "
                    f"word-LM weight {a}, score per word {c}, penalty per unknown word {p}, character-LM weight {r} "
                    f"({100 * word_cer:.2f}% on the tuning half; 0 weight: no re-scoring).", ""]
+
+    blank_grid = []
+    for q in map(float, args.blank_penalties.split(",")):
+        dec = LineDecoder(codec, "beam", bundle, **{**options.to_dict(), "blank_penalty": q})
+        paths, _ = decode_paths(dec, tune_lps)
+        blank_grid.append((score(tune_refs, texts(dec, paths, tune_lps)), q))
+        print(f"tune blank penalty={q}: {100 * blank_grid[-1][0]:.2f}%", flush=True)
+    if blank_grid:  # always: the flag has at least one value
+        blank_cer, q = min(blank_grid)
+        log["blank_grid"] = blank_grid
+        options = BeamOptions(**{**options.to_dict(), "blank_penalty": q})
+        report += [f"Blank penalty grid: best {q} ({100 * blank_cer:.2f}% on the tuning half).", ""]
 
     # 3. CER on held-out half and all val; paths for calibration
     decoders = {"greedy": greedy,

@@ -57,7 +57,7 @@ class LineRecognizer:
     confidences are uncalibrated as before), ``use_lm=False``
     searches without the LM, ``beam_options`` overrides the tuned ``BeamOptions`` (beam_width,
     lm_weight, word_bonus, token_beam, threshold, word_lm_weight, word_lm_bonus, oov_penalty,
-    rescore_lm_weight, corrections, correction_distance).
+    rescore_lm_weight, corrections, correction_distance, blank_penalty).
     """
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16,

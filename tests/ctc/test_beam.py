@@ -64,6 +64,30 @@ def test_word_language_model_rescores_the_final_beam() -> None:
     assert BeamDecoder(CODEC, options).rescorer is None  # no word model, nothing to re-score with
 
 
+def faint_e() -> torch.Tensor:
+    """'th' then a frame where the model prefers blank (0.6) to a faint 'e' (0.4)."""
+    log_probs = peaked_log_probs([5, 0, 4, 0, 3, 0]).exp()
+    log_probs[4] = 0.0
+    log_probs[4, 0], log_probs[4, 3] = 0.6, 0.4
+    return log_probs.log()
+
+
+def test_blank_penalty_keeps_faint_characters_when_a_language_model_is_used() -> None:
+    word_model = WordLanguageModel(build_word_arpa(["the th", "th the"] * 3, order=2, min_count=1))
+    neutral = {"beam_width": 8, "word_lm_weight": 1e-6, "word_lm_bonus": 0.0, "oov_penalty": 0.0, "corrections": 0}
+    log_probs = faint_e()
+    before = log_probs.clone()
+
+    def read(decoder: BeamDecoder) -> str:
+        return CODEC.decode(collapse(decoder.best_path(log_probs)))
+
+    assert read(BeamDecoder(CODEC, BeamOptions(**neutral, blank_penalty=0.0), word_model=word_model)) == "th"
+    assert read(BeamDecoder(CODEC, BeamOptions(**neutral, blank_penalty=1.5), word_model=word_model)) == "the"
+    assert read(BeamDecoder(CODEC, BeamOptions(**neutral, blank_penalty=0.3), word_model=word_model)) == "th"
+    assert read(BeamDecoder(CODEC, BeamOptions(beam_width=8, blank_penalty=1.5))) == "th"  # no LM: the model's reading
+    assert torch.equal(log_probs, before)  # the caller's log-probabilities are not changed
+
+
 def test_path_has_one_class_per_frame() -> None:
     log_probs = ambiguous_the()
     assert len(BeamDecoder(CODEC).best_path(log_probs)) == log_probs.shape[0]
@@ -75,7 +99,7 @@ def test_path_has_one_class_per_frame() -> None:
     ({"lm_weight": -1.0}, ValueError), ({"lm_weight": "high"}, TypeError), ({"word_bonus": None}, TypeError),
     ({"threshold": 0.0}, ValueError), ({"word_lm_weight": -0.1}, ValueError), ({"oov_penalty": -1.0}, ValueError),
     ({"word_lm_bonus": "x"}, TypeError), ({"rescore_lm_weight": -0.5}, ValueError),
-    ({"corrections": -1}, ValueError), ({"correction_distance": 1.5}, ValueError), ({"corrections": True}, ValueError),
+    ({"blank_penalty": -0.5}, ValueError), ({"blank_penalty": "x"}, TypeError), ({"corrections": -1}, ValueError), ({"correction_distance": 1.5}, ValueError), ({"corrections": True}, ValueError),
 ])
 def test_bad_options(kwargs, error) -> None:
     with pytest.raises(error, match=next(iter(kwargs))):

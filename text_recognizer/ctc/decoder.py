@@ -223,12 +223,16 @@ def add_decoder_arguments(parser) -> None:
     group.add_argument("--corrections", type=int, default=None,
                        help=f"lexicon words tried in place of each unknown word of the chosen reading "
                             f"(default {defaults.corrections}; 0: no corrections)")
+    group.add_argument("--blank-penalty", type=float, default=None,
+                       help=f"subtracted from the blank's log-probability in the search with an LM, against "
+                            f"readings that leave characters out (tuned default {defaults.blank_penalty}; 0: none)")
 
 
 def decoder_kwargs(args) -> dict:
     """``LineRecognizer`` keyword arguments from ``add_decoder_arguments``' flags."""
     overrides = {"beam_width": args.beam_width, "lm_weight": args.lm_weight, "word_bonus": args.word_bonus,
-                 "word_lm_weight": args.word_lm_weight, "corrections": args.corrections}
+                 "word_lm_weight": args.word_lm_weight, "corrections": args.corrections,
+                 "blank_penalty": args.blank_penalty}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return {"decoder": args.decoder, "use_lm": not args.no_lm, "decoder_bundle": args.decoder_bundle,
             "beam_options": overrides or None}
