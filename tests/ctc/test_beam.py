@@ -99,7 +99,8 @@ def test_path_has_one_class_per_frame() -> None:
     ({"lm_weight": -1.0}, ValueError), ({"lm_weight": "high"}, TypeError), ({"word_bonus": None}, TypeError),
     ({"threshold": 0.0}, ValueError), ({"word_lm_weight": -0.1}, ValueError), ({"oov_penalty": -1.0}, ValueError),
     ({"word_lm_bonus": "x"}, TypeError), ({"rescore_lm_weight": -0.5}, ValueError),
-    ({"blank_penalty": -0.5}, ValueError), ({"blank_penalty": "x"}, TypeError), ({"corrections": -1}, ValueError), ({"correction_distance": 1.5}, ValueError), ({"corrections": True}, ValueError),
+    ({"blank_penalty": -0.5}, ValueError), ({"blank_penalty": "x"}, TypeError), ({"corrections": -1}, ValueError),
+    ({"correction_distance": 1.5}, ValueError), ({"corrections": True}, ValueError),
 ])
 def test_bad_options(kwargs, error) -> None:
     with pytest.raises(error, match=next(iter(kwargs))):
