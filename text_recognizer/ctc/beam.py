@@ -57,7 +57,7 @@ class BeamOptions:
     threshold: float = 20.0
     word_lm_weight: float = 0.3
     word_lm_bonus: float = 1.0
-    oov_penalty: float = 4.0
+    oov_penalty: float = 6.0
     rescore_lm_weight: float = 0.85
     corrections: int = 12
     correction_distance: int = 2
