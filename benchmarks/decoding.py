@@ -255,11 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         paths, _ = decode_paths(dec, tune_lps)
         blank_grid.append((score(tune_refs, texts(dec, paths, tune_lps)), q))
         print(f"tune blank penalty={q}: {100 * blank_grid[-1][0]:.2f}%", flush=True)
-    if blank_grid:  # always: the flag has at least one value
-        blank_cer, q = min(blank_grid)
-        log["blank_grid"] = blank_grid
-        options = BeamOptions(**{**options.to_dict(), "blank_penalty": q})
-        report += [f"Blank penalty grid: best {q} ({100 * blank_cer:.2f}% on the tuning half).", ""]
+    blank_cer, q = min(blank_grid)
+    log["blank_grid"] = blank_grid
+    options = BeamOptions(**{**options.to_dict(), "blank_penalty": q})
+    report += [f"Blank penalty grid: best {q} ({100 * blank_cer:.2f}% on the tuning half).", ""]
 
     # 3. CER on held-out half and all val; paths for calibration
     decoders = {"greedy": greedy,
