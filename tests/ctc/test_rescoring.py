@@ -81,6 +81,33 @@ def test_neighbours_are_nearest_then_most_frequent(word_model) -> None:
     assert corrector.neighbours("zzzzzz") == []
 
 
+def test_the_letter_filter_never_loses_a_neighbour() -> None:
+    """neighbours() skips words whose letters are too different to be near; it must return what
+    checking every word would. 71 letters (Latin, Greek, Cyrillic), so some letters share a bit, and
+    queries with letters no word has."""
+    import random
+
+    from rapidfuzz.distance import Levenshtein
+
+    rng = random.Random(3)
+    letters = "abcdefghijklmnopqrstuvwxyz" + "αβγδεζηθικλμνξοπρστυφχψω" + "абвгдежзийклмнопрстуф"
+    lexicon = sorted({"".join(rng.choices(letters[:30], k=rng.randint(2, 7))) for _ in range(1500)}
+                     | {"".join(rng.choices(letters, k=rng.randint(2, 7))) for _ in range(1500)})
+    model = WordLanguageModel(build_word_arpa(TEXT, order=2, min_count=1), lexicon=lexicon)
+    corrector = LexiconCorrector(model, candidates=10_000, max_distance=2)
+    known = sorted(w for w in model.known_words if w.isalpha())
+    assert len(corrector._bits) > 64  # letters share bits
+    for _ in range(150):
+        base = rng.choice(lexicon)
+        query = list(base)
+        for _ in range(rng.randint(0, 3)):
+            query.insert(rng.randint(0, len(query)), rng.choice(letters + "ÿ"))  # ÿ: in no word
+        query = "".join(query)[:9]
+        limit = 2 if len(query) > 3 else 1
+        expected = {w for w in known if Levenshtein.distance(query, w) <= limit}
+        assert set(corrector.neighbours(query)) == expected, query
+
+
 def test_words_outside_the_alphabet_are_never_proposed() -> None:
     """'naïve' is in the lexicon but the model cannot write 'ï': proposing it would make the acoustic
     score fail (an error 500 for a line reading 'naive' before this was found)."""
