@@ -120,13 +120,14 @@ class LexiconCorrector:
         words = sorted(w for w in model.known_words if w.isalpha() and self._spellable(w))
         words.sort(key=len)  # stable: alphabetical within a length
         self._words = words  # by length, so the words of lengths n-k..n+k are one slice
-        self._starts = np.searchsorted([len(w) for w in words], np.arange(max(map(len, words), default=0) + 2))
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))  # (N,), ascending
+        self._starts = np.searchsorted(lengths, np.arange(lengths.max(initial=0) + 2))  # first word of each length
         codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)  # every letter of every word
         letters, which = np.unique(codes, return_inverse=True)
         self._bits = {chr(c): 1 << (i % 64) for i, c in enumerate(letters.tolist())}  # letters share bits past 64
-        offsets = np.concatenate(([0], np.cumsum([len(w) for w in words])[:-1])) if words else np.zeros(0, int)
         bits = np.left_shift(np.uint64(1), (which % 64).astype(np.uint64))  # (letters in all,)
-        self._masks = np.bitwise_or.reduceat(bits, offsets) if words else np.zeros(0, np.uint64)  # (N,)
+        self._masks = (np.bitwise_or.reduceat(bits, np.cumsum(lengths) - lengths) if words
+                       else np.zeros(0, np.uint64))  # (N,): the letters each word has
 
     def _spellable(self, word: str) -> bool:
         return self._alphabet is None or set(word) <= self._alphabet
