@@ -35,6 +35,7 @@ import math
 import random
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -90,6 +91,33 @@ def check_precision(precision: str, device: torch.device) -> None:
     if precision == "16-mixed" and device.type != "cuda":
         raise ValueError(f"--precision 16-mixed needs a CUDA device (float16 autocast with a gradient scaler); "
                          f"on {device.type} use --precision 32 (the default) or bf16")
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX); ``False`` where it cannot tell.
+
+    Without it, oneDNN emulates bfloat16 through float32 conversions, and autocast makes training slower
+    instead of faster (``benchmarks/RESULTS.md``, "bf16 on a CPU without bfloat16 hardware").
+    """
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def precision_advice(precision: str, device: torch.device, has_bf16: bool | None = None) -> str | None:
+    """A warning for ``--precision bf16`` on a CPU without bfloat16 hardware (``None`` when there is nothing to say).
+
+    A warning, not a refusal: the run is correct either way, only slow, and the choice stays the user's.
+    ``has_bf16`` defaults to :func:`cpu_has_bf16`.
+    """
+    if precision != "bf16" or device.type != "cpu":
+        return None
+    if cpu_has_bf16() if has_bf16 is None else has_bf16:
+        return None
+    return ("warning: --precision bf16 on a CPU without bfloat16 hardware (no AVX512-BF16 or AMX): autocast is "
+            "emulated here and trains many times slower than --precision 32 (15x slower on a 2-core AVX2 CPU); "
+            "use --precision 32")
 
 
 def autocast(precision: str, device: torch.device):
@@ -512,6 +540,8 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
     if config.run.loss == "ctc":
         resolve_impl(config.run.ctc_impl, device)  # fail early on an impossible choice
     check_precision(config.run.precision, device)
+    if (advice := precision_advice(config.run.precision, device)) and distributed.is_main():
+        print(advice, file=sys.stderr)
     run_dir = Path(distributed.broadcast(str(run_directory(config))))  # rank 0's name (it holds a timestamp)
     resume, overrides = _check_resume(run_dir, config, codec) if config.run.resume else (None, {})
     if resume is None and (run_dir / "last.pt").exists():

@@ -23,6 +23,7 @@ from text_recognizer.recognizer import LineRecognizer
 from training import distributed
 from training.evaluate import evaluate_folder
 from training.run_experiment import main
+from training.trainer import cpu_has_bf16, precision_advice
 
 from .helpers import TINY_FLAGS
 
@@ -139,6 +140,8 @@ def test_precision_bf16_trains_on_cpu_and_16_mixed_is_refused(tmp_path, capsys):
     folder = _folder(tmp_path / "data")
     flags = [*_flags(folder, tmp_path / "bf16", 1), "--max-steps", "2"]
     assert main([*flags, "--precision", "bf16"]) == 0
+    warned = "--precision bf16 on a CPU without bfloat16 hardware" in capsys.readouterr().err
+    assert warned != cpu_has_bf16()  # warned exactly where the CPU would emulate bfloat16
     summary = json.loads((tmp_path / "bf16" / "summary.json").read_text())
     assert summary["steps"] == 2 and summary["best_val_cer"] is not None
     state = load_checkpoint(tmp_path / "bf16" / "last.pt", map_location="cpu").model_state
@@ -149,6 +152,16 @@ def test_precision_bf16_trains_on_cpu_and_16_mixed_is_refused(tmp_path, capsys):
     assert main([*_flags(folder, tmp_path / "fp16", 1), "--precision", "16-mixed"]) == 2
     assert "--precision 16-mixed needs a CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "fp16").exists()  # refused before anything was written
+
+
+def test_bf16_advice_only_for_a_cpu_that_would_emulate_it():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    advice = precision_advice("bf16", cpu, has_bf16=False)
+    assert advice is not None and "--precision 32" in advice
+    assert precision_advice("bf16", cpu, has_bf16=True) is None
+    assert precision_advice("32", cpu, has_bf16=False) is None
+    assert precision_advice("bf16", cuda, has_bf16=False) is None  # GPUs are not this function's business
+    assert isinstance(cpu_has_bf16(), bool)
 
 
 @pytest.mark.slow
