@@ -19,13 +19,13 @@ import torch
 from torch.utils.data import ConcatDataset, Dataset
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.lm_text import read_running_text
 from text_recognizer.data.augment import AugmentConfig, build_augmentation
 from text_recognizer.data.checks import DataReport, check_records
 from text_recognizer.data.folder import FolderLines, LineRecord, read_labels
 from text_recognizer.data.font_lines import FontLines
 from text_recognizer.data.lines import EncodedLines, MappedLines
 from text_recognizer.data.page import check_layout_folder, is_layout_folder
+from text_recognizer.data.running_text import read_running_text
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.models.config import ModelConfig

@@ -12,7 +12,7 @@ Spaces are the token ``|`` (ARPA tokens cannot be blank).
 Text sources: a ``.txt`` file is one line of text per line; a folder (or a ``labels.tsv``) is a
 dataset folder whose IAM-tokenised labels are turned into natural spacing (``detokenize``), the
 spacing the recognizer outputs; ``--running-text`` books and speeches are cut into line-sized pieces
-(``lm_text``). Never build it from validation or test text.
+(``text_recognizer.data.running_text``). Never build it from validation or test text.
 
 The same text also makes a small word bigram model (``word_lm.py``, ``--word-order 0`` for none)
 that re-scores the readings left in the beam (and proposes lexicon corrections): characters steer
@@ -38,9 +38,9 @@ from pathlib import Path
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.lm_text import read_running_text
 from text_recognizer.ctc.ngram import estimate_kneser_ney, format_arpa
 from text_recognizer.ctc.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER, build_word_arpa, read_lexicon
+from text_recognizer.data.running_text import read_running_text
 
 SPACE_TOKEN = "|"
 BUNDLE_KIND = "text_recognizer.decoder"
@@ -276,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "default: IAM train + train_extra. Never validation or test text")
     parser.add_argument("--running-text", nargs="+", type=Path, default=[], metavar="TXT_OR_FOLDER",
                         help="also running text (books, speeches: .txt files or folders of them), cut into "
-                             "pieces the length of a written line (text_recognizer/ctc/lm_text.py)")
+                             "pieces the length of a written line (text_recognizer/data/running_text.py)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the piece lengths of --running-text")
     parser.add_argument("--checkpoint", type=Path, default=None,
                         help="model whose alphabet the LM uses; the bundle goes next to it "

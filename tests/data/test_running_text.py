@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.lm_text: running text cut into line-sized pieces for the LM."""
+"""Tests for text_recognizer.data.running_text: running text cut into line-sized pieces for the LM."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from text_recognizer.ctc.lm import arpa_text, main
-from text_recognizer.ctc.lm_text import (
+from text_recognizer.data.running_text import (
     line_sized_pieces,
     plain_typography,
     read_running_text,

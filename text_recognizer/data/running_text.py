@@ -1,4 +1,4 @@
-"""Running text (books, speeches) cut into pieces shaped like handwritten lines, for the language model.
+"""Running text (books, speeches) cut into pieces shaped like handwritten lines, for the language model and font lines.
 
 Why: the character LM wraps every line of its training text in ``<s> ... </s>``, and the decoder
 scores a handwritten line the same way, so the text should come in pieces the length of a written
