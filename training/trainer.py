@@ -94,9 +94,10 @@ def check_precision(precision: str, device: torch.device) -> None:
 
 
 def cpu_has_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX); ``False`` where it cannot tell.
+    """Whether oneDNN has bfloat16 kernels for this CPU (x86: AVX512 and up, native with AVX512-BF16 or AMX);
+    ``False`` where it cannot tell.
 
-    Without it, oneDNN emulates bfloat16 through float32 conversions, and autocast makes training slower
+    Without them (an AVX2-only CPU) bfloat16 is emulated, and autocast makes training many times slower
     instead of faster (``benchmarks/RESULTS.md``, "bf16 on a CPU without bfloat16 hardware").
     """
     try:
@@ -115,9 +116,9 @@ def precision_advice(precision: str, device: torch.device, has_bf16: bool | None
         return None
     if cpu_has_bf16() if has_bf16 is None else has_bf16:
         return None
-    return ("warning: --precision bf16 on a CPU without bfloat16 hardware (no AVX512-BF16 or AMX): autocast is "
-            "emulated here and trains many times slower than --precision 32 (15x slower on a 2-core AVX2 CPU); "
-            "use --precision 32")
+    return ("warning: --precision bf16 on a CPU without bfloat16 hardware (oneDNN has no bfloat16 kernels for it): "
+            "autocast is emulated here and trains many times slower than --precision 32 (15x slower on a 2-core "
+            "AVX2 CPU); use --precision 32")
 
 
 def autocast(precision: str, device: torch.device):
