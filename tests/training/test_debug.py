@@ -109,7 +109,9 @@ def test_crosscheck_with_the_triton_interpreter(run):
     row = next(line for line in result.stdout.splitlines() if line.startswith("triton_interpreter"))
     assert "unavailable" not in row, row
     loss_diff, grad_diff = (float(x) for x in row.split()[2:4])
-    assert loss_diff < 1e-3 and grad_diff < 1e-4, row
+    # float32 against float64, as for PyTorch above: 1.1e-4 on an AVX2-only AMD EPYC (2026-12-05), so the
+    # same 1e-3 bound; a loss bug shows up as 1e-2 and more (the verdict's line)
+    assert loss_diff < 1e-3 and grad_diff < 1e-3, row
     assert "all implementations agree" in result.stdout
 
 
