@@ -117,9 +117,8 @@ class LexiconCorrector:
         self.candidates = candidates
         self.max_distance = max_distance
         self._alphabet = set(alphabet) if alphabet is not None else None
-        words = sorted(w for w in model.known_words if w.isalpha() and self._spellable(w))
-        words.sort(key=len)  # stable: alphabetical within a length
-        self._words = words  # by length, so the words of lengths n-k..n+k are one slice
+        words = sorted((w for w in model.known_words if w.isalpha() and self._spellable(w)), key=lambda w: (len(w), w))
+        self._words = words  # by length (alphabetical within one), so the words of lengths n-k..n+k are one slice
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))  # (N,), ascending
         self._starts = np.searchsorted(lengths, np.arange(lengths.max(initial=0) + 2))  # first word of each length
         codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)  # every letter of every word
