@@ -34,8 +34,8 @@ from text_recognizer.data.lines import EncodedLines, collate_lines
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.models.channels_last import ChannelsLastConv2d
+from training.device import autocast
 from training.objective import compute_loss
-from training.trainer import autocast
 
 
 def with_nchw_conv_stages(model: nn.Module) -> nn.Module:

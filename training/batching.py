@@ -10,6 +10,9 @@ batches, and a CPU epoch runs about 1.5x faster (``benchmarks/RESULTS.md``).
 
 Widths come from the image headers (``line_aspects``), never from decoding images, and are
 divided by the height, since the stem scales every line to the model's height.
+
+``EpochSampler`` puts it together with SortaGrad and ``torchrun`` sharding into each epoch's order of
+lines, a pure function of (seed, epoch), which is what lets a resumed run see the same batches.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch.utils.data import ConcatDataset, Dataset, Subset
+from torch.utils.data import ConcatDataset, Dataset, Sampler, Subset
 
 from text_recognizer.data.folder import FolderLines, image_size
 from text_recognizer.data.font_lines import FontLines
 from text_recognizer.data.lines import EncodedLines, MappedLines
+from training import distributed
 
 
 def per_line(dataset: Dataset, read: Callable[[Dataset], list | None]) -> list | None:
@@ -96,3 +100,47 @@ def padding_efficiency(order: list[int], widths: list[float], batch_size: int) -
     padded = sum(max(widths[i] for i in order[s:s + batch_size]) * len(order[s:s + batch_size])
                  for s in range(0, len(order), batch_size))
     return sum(widths[i] for i in order) / padded if padded else 1.0
+
+
+class EpochSampler(Sampler[int]):
+    """Shuffled indices whose order depends only on (seed, epoch); can start mid-epoch.
+
+    With ``sortagrad_lengths`` (a length per item: image width, else label length) epoch 0 runs
+    from short lines to long ones (SortaGrad; ties keep their shuffled order). With ``widths``
+    the other epochs are width-bucketed (``bucketed_order``: batches of similar widths, in random
+    order), else plainly shuffled.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        seed: int,
+        shuffle: bool = True,
+        sortagrad_lengths: list[int] | list[float] | None = None,
+        widths: list[float] | None = None,
+        batch_size: int = 1,
+        chunk_batches: int = 0,
+    ):
+        self.size, self.seed, self.shuffle = size, seed, shuffle
+        self.epoch, self.skip = 0, 0
+        self.lengths = sortagrad_lengths
+        self.widths, self.batch_size, self.chunk_batches = widths, batch_size, chunk_batches
+
+    def set_epoch(self, epoch: int, skip: int = 0) -> None:
+        self.epoch, self.skip = epoch, skip
+
+    def __iter__(self):
+        if self.shuffle:
+            generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+            order = torch.randperm(self.size, generator=generator).tolist()
+            if self.epoch == 0 and self.lengths is not None:
+                order.sort(key=self.lengths.__getitem__)  # stable: ties keep their shuffled order
+            elif self.widths is not None and self.chunk_batches:
+                order = bucketed_order(order, self.widths, self.batch_size, self.chunk_batches, generator)
+        else:
+            order = list(range(self.size))
+        order = distributed.shard_batches(order, self.batch_size)  # this rank's batches (all of them when alone)
+        return iter(order[self.skip :])
+
+    def __len__(self) -> int:
+        return len(distributed.shard_batches(list(range(self.size)), self.batch_size)) - self.skip

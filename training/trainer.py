@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from text_recognizer.checkpoint import (
@@ -65,14 +65,16 @@ from text_recognizer.models import build_model
 from text_recognizer.models.growth import growth, new_block_names, zero_residual_branch
 from training import distributed
 from training.alphabet import remap_output_rows
-from training.batching import bucketed_order, line_aspects
+from training.batching import EpochSampler, line_aspects
 from training.compare_runs import OVERRIDES_FILE
 from training.config import RESUME_OVERRIDE_FLAGS, ExperimentConfig, flat_settings, resume_changes
 from training.data import Datasets, build_datasets
+from training.device import autocast, check_precision, precision_advice, resolve_device
 from training.ema import WeightAverage
 from training.guard import COLLAPSE_SHARE, NonFiniteGuard, Problem, blank_share, collapse_advice
 from training.loggers import JsonlLogger, Logger
 from training.objective import compute_loss, forward, needed_frames, nll_loss
+from training.optimization import make_optimizer, make_scheduler
 from training.sortagrad import label_lengths
 from training.threads import ThreadGovernor, parse_threads
 
@@ -84,137 +86,6 @@ COLLAPSE_PROBE_LINES = 32  # validation lines whose frames per needed frame the 
 
 class TrainingError(RuntimeError):
     """Training cannot continue (non-finite loss, bad resume state, ...)."""
-
-
-def check_precision(precision: str, device: torch.device) -> None:
-    """Refuse a ``--precision`` the device cannot train in (``ValueError`` naming the alternatives)."""
-    if precision == "16-mixed" and device.type != "cuda":
-        raise ValueError(f"--precision 16-mixed needs a CUDA device (float16 autocast with a gradient scaler); "
-                         f"on {device.type} use --precision 32 (the default) or bf16")
-
-
-def cpu_has_bf16() -> bool:
-    """Whether oneDNN has bfloat16 kernels for this CPU (x86: AVX512 and up, native with AVX512-BF16 or AMX);
-    ``False`` where it cannot tell.
-
-    Without them (an AVX2-only CPU) bfloat16 is emulated, and autocast makes training many times slower
-    instead of faster (``benchmarks/RESULTS.md``, "bf16 on a CPU without bfloat16 hardware").
-    """
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def precision_advice(precision: str, device: torch.device, has_bf16: bool | None = None) -> str | None:
-    """A warning for ``--precision bf16`` on a CPU without bfloat16 hardware (``None`` when there is nothing to say).
-
-    A warning, not a refusal: the run is correct either way, only slow, and the choice stays the user's.
-    ``has_bf16`` defaults to :func:`cpu_has_bf16`.
-    """
-    if precision != "bf16" or device.type != "cpu":
-        return None
-    if cpu_has_bf16() if has_bf16 is None else has_bf16:
-        return None
-    return ("warning: --precision bf16 on a CPU without bfloat16 hardware (oneDNN has no bfloat16 kernels for it): "
-            "autocast is emulated here and trains many times slower than --precision 32 (15x slower on a 2-core "
-            "AVX2 CPU); use --precision 32")
-
-
-def autocast(precision: str, device: torch.device):
-    """The autocast context of ``--precision`` (a no-op for 32)."""
-    if precision == "32":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device.type, dtype=dtype)
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: CUDA is not available on this machine")
-    return device
-
-
-class EpochSampler(Sampler[int]):
-    """Shuffled indices whose order depends only on (seed, epoch); can start mid-epoch.
-
-    With ``sortagrad_lengths`` (a length per item: image width, else label length) epoch 0 runs
-    from short lines to long ones (SortaGrad; ties keep their shuffled order). With ``widths``
-    the other epochs are width-bucketed (``training/batching.py``: batches of similar widths, in
-    random order), else plainly shuffled.
-    """
-
-    def __init__(
-        self,
-        size: int,
-        seed: int,
-        shuffle: bool = True,
-        sortagrad_lengths: list[int] | list[float] | None = None,
-        widths: list[float] | None = None,
-        batch_size: int = 1,
-        chunk_batches: int = 0,
-    ):
-        self.size, self.seed, self.shuffle = size, seed, shuffle
-        self.epoch, self.skip = 0, 0
-        self.lengths = sortagrad_lengths
-        self.widths, self.batch_size, self.chunk_batches = widths, batch_size, chunk_batches
-
-    def set_epoch(self, epoch: int, skip: int = 0) -> None:
-        self.epoch, self.skip = epoch, skip
-
-    def __iter__(self):
-        if self.shuffle:
-            generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-            order = torch.randperm(self.size, generator=generator).tolist()
-            if self.epoch == 0 and self.lengths is not None:
-                order.sort(key=self.lengths.__getitem__)  # stable: ties keep their shuffled order
-            elif self.widths is not None and self.chunk_batches:
-                order = bucketed_order(order, self.widths, self.batch_size, self.chunk_batches, generator)
-        else:
-            order = list(range(self.size))
-        order = distributed.shard_batches(order, self.batch_size)  # this rank's batches (all of them when alone)
-        return iter(order[self.skip :])
-
-    def __len__(self) -> int:
-        return len(distributed.shard_batches(list(range(self.size)), self.batch_size)) - self.skip
-
-
-def make_optimizer(model: torch.nn.Module, config: ExperimentConfig) -> torch.optim.Optimizer:
-    o = config.optim
-    if o.optimizer == "rmsprop":
-        return torch.optim.RMSprop(model.parameters(), lr=o.lr, weight_decay=o.weight_decay, alpha=0.99, eps=1e-8)
-    if o.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-    return torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-
-
-def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, total_steps: int, time_progress=None):
-    """Linear warm-up, then constant (``none``), cosine decay to ``--cosine-floor`` or a one-cycle-like ramp to 0.
-
-    Progress through the schedule is counted in steps out of ``total_steps``; with a time budget
-    (``--max-minutes``) ``time_progress()`` (elapsed / budget) is used too, whichever is further,
-    so a run stopped by its budget has finished its decay instead of stopping at a high rate.
-    """
-    o = config.optim
-    warmup = max(0, o.warmup_steps)
-    total = max(total_steps, warmup + 1)
-
-    def factor(step: int) -> float:
-        if warmup and step < warmup:
-            return (step + 1) / warmup
-        progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        if time_progress is not None:
-            progress = max(progress, min(1.0, time_progress()))
-        if o.lr_schedule == "cosine":
-            return o.cosine_floor + (1 - o.cosine_floor) * 0.5 * (1 + math.cos(math.pi * progress))
-        if o.lr_schedule == "onecycle":
-            return max(0.0, 1.0 - progress)
-        return 1.0
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 @dataclass

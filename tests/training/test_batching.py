@@ -17,11 +17,11 @@ from text_recognizer.data.augment import AugmentConfig, build_augmentation
 from text_recognizer.data.folder import FolderLines
 from text_recognizer.data.lines import EncodedLines, MappedLines
 from text_recognizer.data.synthetic import SyntheticLines, render_line
-from training.batching import bucketed_order, line_aspects, padding_efficiency
+from training.batching import EpochSampler, bucketed_order, line_aspects, padding_efficiency
 from training.config import DataConfig, ExperimentConfig
 from training.data import build_datasets
 from training.loggers import Logger
-from training.trainer import EpochSampler, fit
+from training.trainer import fit
 
 from .helpers import tiny_config
 

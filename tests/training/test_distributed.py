@@ -21,9 +21,9 @@ from PIL import Image, ImageDraw
 from text_recognizer.checkpoint import load_checkpoint
 from text_recognizer.recognizer import LineRecognizer
 from training import distributed
+from training.device import cpu_has_bf16
 from training.evaluate import evaluate_folder
 from training.run_experiment import main
-from training.trainer import cpu_has_bf16, precision_advice
 
 from .helpers import TINY_FLAGS
 
@@ -152,16 +152,6 @@ def test_precision_bf16_trains_on_cpu_and_16_mixed_is_refused(tmp_path, capsys):
     assert main([*_flags(folder, tmp_path / "fp16", 1), "--precision", "16-mixed"]) == 2
     assert "--precision 16-mixed needs a CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "fp16").exists()  # refused before anything was written
-
-
-def test_bf16_advice_only_for_a_cpu_that_would_emulate_it():
-    cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    advice = precision_advice("bf16", cpu, has_bf16=False)
-    assert advice is not None and "--precision 32" in advice
-    assert precision_advice("bf16", cpu, has_bf16=True) is None
-    assert precision_advice("32", cpu, has_bf16=False) is None
-    assert precision_advice("bf16", cuda, has_bf16=False) is None  # GPUs are not this function's business
-    assert isinstance(cpu_has_bf16(), bool)
 
 
 @pytest.mark.slow

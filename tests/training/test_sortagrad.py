@@ -8,8 +8,8 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.folder import FolderLines, LineRecord
 from text_recognizer.data.lines import EncodedLines, MappedLines
 from text_recognizer.data.synthetic import SyntheticLines
+from training.batching import EpochSampler
 from training.sortagrad import label_lengths
-from training.trainer import EpochSampler
 
 
 def test_first_epoch_sorted_by_label_length_later_epochs_shuffled():

@@ -117,22 +117,6 @@ def test_val_every_must_be_positive(tmp_path):
         tiny_config(tmp_path / "run", run={"val_every": 0})
 
 
-@pytest.mark.parametrize("floor", [0.02, 0.25])
-def test_cosine_schedule_decays_to_its_floor(tmp_path, floor):
-    from training.trainer import make_scheduler
-
-    config = tiny_config(tmp_path, optim={"lr_schedule": "cosine", "warmup_steps": 0, "cosine_floor": floor})
-    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=config.optim.lr)
-    scheduler = make_scheduler(optimizer, config, total_steps=10)
-    rates = []
-    for _ in range(10):
-        optimizer.step()
-        scheduler.step()
-        rates.append(scheduler.get_last_lr()[0])
-    assert rates[4] == pytest.approx(config.optim.lr * (floor + (1 - floor) * 0.5))  # half way
-    assert rates[-1] == pytest.approx(config.optim.lr * floor)
-
-
 def test_cosine_floor_must_be_a_share(tmp_path):
     with pytest.raises(ValueError, match="--cosine-floor must be a share of --lr in \\[0, 1\\], got 1.5"):
         tiny_config(tmp_path, optim={"cosine_floor": 1.5})
