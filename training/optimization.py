@@ -48,5 +48,3 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, t
         return 1.0
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
