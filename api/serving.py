@@ -72,7 +72,8 @@ def load_serving(settings: Settings) -> Serving:
     set_pillow_limits(settings.max_pixels)
     try:
         recognizer = LineRecognizer(
-            settings.checkpoint, device=settings.device, batch_size=settings.batch_size, decoder=settings.decoder
+            settings.checkpoint, device=settings.device, batch_size=settings.batch_size, decoder=settings.decoder,
+            readings=settings.readings,
         )
     except CheckpointError as error:
         source = "TEXT_RECOGNIZER_CHECKPOINT" if settings.checkpoint is not None else "the bundled default model"

@@ -17,6 +17,8 @@
 ``TEXT_RECOGNIZER_CORS_ORIGINS``        comma-separated origins allowed by CORS (default: none)
 ``TEXT_RECOGNIZER_ACCESS_LOG``          JSON access log lines on stderr (default ``true``)
 ``TEXT_RECOGNIZER_DECODER``             default decoder, ``greedy`` or ``beam`` (a request's ``?decoder=`` overrides it)
+``TEXT_RECOGNIZER_READINGS``            1 (default) or 3: read every line three times and decode the mean (fewer
+                                       errors, three times the model's work; ``text_recognizer.readings``)
 =====================================  ==========================================================
 """
 
@@ -67,6 +69,7 @@ class Settings:
     cors_origins: tuple[str, ...] = ()
     access_log: bool = True
     decoder: str = "greedy"  # greedy or beam; a request's ?decoder= overrides it
+    readings: int = 1  # 1 or 3 readings per line (text_recognizer.readings)
 
     def __post_init__(self) -> None:
         cpus = available_cpus()
@@ -78,6 +81,8 @@ class Settings:
             object.__setattr__(self, "torch_threads", max(1, cpus // self.workers))
         if self.decoder not in ("greedy", "beam"):
             raise ValueError(f"{PREFIX}DECODER must be 'greedy' or 'beam', got {self.decoder!r}")
+        if self.readings not in (1, 3):
+            raise ValueError(f"{PREFIX}READINGS must be 1 or 3, got {self.readings!r}")
         for name in _POSITIVE:
             if getattr(self, name) < 1:
                 raise ValueError(f"{PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")

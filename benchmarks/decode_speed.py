@@ -1,6 +1,6 @@
 """Per-line decode time, beam search + LM vs greedy, end to end (model + decoding), same process.
 
-    PYTHONPATH=. python benchmarks/decode_speed.py --data ../shared/data/iam/val [--bundle BUNDLE]
+    PYTHONPATH=. python benchmarks/decode_speed.py --data ../shared/data/iam/val [--bundle BUNDLE] [--three-readings]
 
 With a bundle that has a word LM, every beam width is timed without the whole-line re-scoring, with it,
 and with it and its lexicon corrections (the default).
@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--beam-widths", default="8,16")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared machine)")
+    parser.add_argument("--three-readings", action="store_true",
+                        help="also time greedy and the full beam decoder reading every line three times")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     records = sorted(read_labels(args.data), key=lambda r: r.path.name)
@@ -47,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
                 decoder="beam", decoder_bundle=args.bundle, beam_options={"beam_width": width, "corrections": 0})
             decoders[f"beam {width} + LM + words + corr."] = LineRecognizer(decoder="beam", decoder_bundle=args.bundle,
                                                                             beam_options={"beam_width": width})
+    if args.three_readings:  # text_recognizer.readings: three runs of the model, the bundle's second settings
+        decoders["greedy, 3 readings"] = LineRecognizer(decoder="greedy", decoder_bundle=args.bundle, readings=3)
+        width = int(args.beam_widths.split(",")[-1])
+        decoders[f"beam {width}, full, 3 readings"] = LineRecognizer(
+            decoder="beam", decoder_bundle=args.bundle, beam_options={"beam_width": width}, readings=3)
     first = decoders["greedy"]
     for name, items in (("sample", picked), (f"{image_size(widest.path)[0]}-px line {widest.path.name}", [widest])):
         tensors = [first.preprocess(open_image(r.path)) for r in items]

@@ -131,6 +131,18 @@ def test_onnx_beam_search_reads_like_pytorch(exported):
     same_reading(ours, OnnxLineRecognizer(exported, decoder="beam").predict_lines(images))  # the tuned width
 
 
+def test_onnx_reads_three_times_like_pytorch(exported):
+    from text_recognizer.onnx_recognizer import OnnxLineRecognizer
+
+    images = [r.path for r in read_labels(FIXTURES)]
+    for decoder in ("greedy", "beam"):
+        ours = LineRecognizer(decoder=decoder, readings=3).predict_lines(images)
+        theirs = OnnxLineRecognizer(exported, decoder=decoder, readings=3, batch_size=2).predict_lines(images)
+        same_reading(ours, theirs)  # the bundle's settings for three readings travelled with the export
+    once = OnnxLineRecognizer(exported, decoder="beam").predict_lines(images)
+    assert max(abs(a.confidence - b.confidence) for a, b in zip(once, theirs)) > 0  # it did read differently
+
+
 def test_a_bundle_tuned_for_another_model_warns(exported, tmp_path):
     from text_recognizer.onnx_recognizer import OnnxLineRecognizer
 

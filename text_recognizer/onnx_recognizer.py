@@ -26,6 +26,7 @@ from text_recognizer.ctc.lm import bundle_path, choose_bundle, load_bundle
 from text_recognizer.data.folder import open_image
 from text_recognizer.data.lines import pad_lines, width_sorted_chunks
 from text_recognizer.export import METADATA_KEY
+from text_recognizer.readings import bundle_for_readings, mean_of_readings, with_shifted_copies
 from text_recognizer.recognizer import oriented_size
 from text_recognizer.stem import preprocess
 
@@ -33,13 +34,13 @@ from text_recognizer.stem import preprocess
 class OnnxLineRecognizer:
     """``predict``/``predict_lines`` over an ONNX file written by ``text_recognizer.export``.
 
-    ``decoder``, ``decoder_bundle``, ``use_lm`` and ``beam_options`` mean what they mean for
-    ``LineRecognizer``; the default bundle is the one exported beside the file, if any.
+    ``decoder``, ``decoder_bundle``, ``use_lm``, ``beam_options`` and ``readings`` mean what they mean
+    for ``LineRecognizer``; the default bundle is the one exported beside the file, if any.
     """
 
     def __init__(self, path: str | Path, batch_size: int = 16, threads: int | None = None, decoder: str = "greedy",
                  decoder_bundle: str | Path | bool | None = None, use_lm: bool = True,
-                 beam_options: dict | None = None):
+                 beam_options: dict | None = None, readings: int = 1):
         try:
             import onnxruntime
         except ImportError as error:
@@ -73,7 +74,8 @@ class OnnxLineRecognizer:
         exported = lambda: load_bundle(beside, self.codec) if beside.is_file() else None  # noqa: E731
         self.bundle = choose_bundle(decoder_bundle, exported, self.codec, lambda: self.metadata.get("model_sha256"),
                                     str(self.path))
-        self.decoder = LineDecoder(self.codec, decoder, self.bundle, use_lm=use_lm, **(beam_options or {}))
+        decode_with, self.shift = bundle_for_readings(self.bundle, readings, str(self.path))  # shift 0: one reading
+        self.decoder = LineDecoder(self.codec, decoder, decode_with, use_lm=use_lm, **(beam_options or {}))
 
     def preprocess(self, image: Image.Image | str | Path) -> torch.Tensor:
         """The shared stem at this model's height: ``(1, H, W)``."""
@@ -92,8 +94,13 @@ class OnnxLineRecognizer:
         results: list[DecodedLine | None] = [None] * len(lines)
         for chunk in width_sorted_chunks([line.shape[-1] for line in lines], self.batch_size):
             batch, widths = pad_lines([lines[i] for i in chunk], min_width=self.window_width)  # (B, 1, H, W), (B,)
+            shift = self.shift if self.is_ctc else 0
+            if shift:  # three readings (text_recognizer.readings), averaged
+                batch, widths = with_shifted_copies(batch, shift), widths.repeat(3)  # (3B, 1, H, W), (3B,)
             log_probs, frames = self.session.run(None, {"images": batch.numpy(), "widths": widths.numpy()})
-            log_probs, frames = torch.from_numpy(log_probs), torch.from_numpy(frames)  # (B, T, C), (B,)
+            log_probs, frames = torch.from_numpy(log_probs), torch.from_numpy(frames)  # (B or 3B, T, C), (B or 3B,)
+            if shift:
+                log_probs, frames = mean_of_readings(log_probs, 3), frames[: len(chunk)]  # (B, T, C), (B,)
             if not self.is_ctc:  # per-window (NLL) baseline: every frame is a character
                 for i, line in zip(chunk, ctc_decode(log_probs, self.codec, frames, collapse_repeats=False)):
                     results[i] = line

@@ -34,6 +34,7 @@ def test_values_are_typed_from_the_environment(tmp_path):
         ({"TEXT_RECOGNIZER_MAX_BATCH": "many"}, "TEXT_RECOGNIZER_MAX_BATCH must be an integer"),
         ({"TEXT_RECOGNIZER_RATE_LIMIT": "lots"}, "TEXT_RECOGNIZER_RATE_LIMIT must look like"),
         ({"TEXT_RECOGNIZER_ACCESS_LOG": "maybe"}, "TEXT_RECOGNIZER_ACCESS_LOG must be true or false"),
+        ({"TEXT_RECOGNIZER_READINGS": "2"}, "TEXT_RECOGNIZER_READINGS must be 1 or 3"),
     ],
 )
 def test_bad_values_name_the_variable(env, words):
@@ -60,3 +61,30 @@ def test_batch_size_reaches_the_recognizer(tiny_checkpoint):
         assert serving.recognizer.batch_size == 3
     finally:
         serving.executor.shutdown()
+
+
+def test_readings_reach_the_recognizer():
+    """The bundled model's bundle has settings for three readings; the server reads with them."""
+    from api.serving import load_serving
+
+    assert Settings.from_env({"TEXT_RECOGNIZER_READINGS": "3"}).readings == 3 and Settings().readings == 1
+    serving = load_serving(Settings(readings=3, workers=1))
+    try:
+        assert serving.recognizer.shift > 0
+    finally:
+        serving.executor.shutdown()
+
+
+def test_readings_without_settings_for_them_stop_the_start(tmp_path):
+    """A bundle tuned for one reading only: the server refuses to start and says why."""
+    from api.serving import StartupError, load_serving
+    from text_recognizer.ctc.lm import load_bundle, save_bundle
+    from text_recognizer.readings import SECTION
+    from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+
+    bundle = load_bundle(DEFAULT_CHECKPOINT.with_suffix(".decoder.pt"))
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(DEFAULT_CHECKPOINT.read_bytes())
+    save_bundle({k: v for k, v in bundle.items() if k != SECTION}, tmp_path / "model.decoder.pt")
+    with pytest.raises(StartupError, match="no settings for three readings"):
+        load_serving(Settings(checkpoint=checkpoint, readings=3, workers=1))

@@ -33,6 +33,7 @@ from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
 from text_recognizer.ctc.decode import DecodedLine, Span, runs
 from text_recognizer.ctc.lm import arpa_text, lexicon_words
 from text_recognizer.ctc.word_lm import WordLanguageModel
+from text_recognizer.readings import READINGS
 
 DECODERS = ("greedy", "beam")
 
@@ -226,6 +227,9 @@ def add_decoder_arguments(parser) -> None:
     group.add_argument("--blank-penalty", type=float, default=None,
                        help=f"subtracted from the blank's log-probability in the search with an LM, against "
                             f"readings that leave characters out (tuned default {defaults.blank_penalty}; 0: none)")
+    group.add_argument("--readings", type=int, choices=READINGS, default=1,
+                       help="read every line this many times (3: as it is, moved up, moved down) and decode the mean "
+                            "posteriors: fewer errors, three times the model's work")
 
 
 def decoder_kwargs(args) -> dict:
@@ -235,4 +239,4 @@ def decoder_kwargs(args) -> dict:
                  "blank_penalty": args.blank_penalty}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return {"decoder": args.decoder, "use_lm": not args.no_lm, "decoder_bundle": args.decoder_bundle,
-            "beam_options": overrides or None}
+            "beam_options": overrides or None, "readings": args.readings}

@@ -20,7 +20,8 @@ the search, words pick the winner.
 
 The decoder bundle is a plain-types dict (``torch.load(..., weights_only=True)`` reads it): the
 gzipped ARPA texts (stored as uint8 tensors, see ``save_bundle``), the alphabet they were built for,
-the beam settings tuned for the model and the confidence calibration. ``decoder_bundle_for`` is
+the beam settings tuned for the model, the confidence calibration and, optionally, a second set of
+both for reading each line three times (``three_readings``, ``text_recognizer.readings``). ``decoder_bundle_for`` is
 the one place that finds it for a checkpoint: inside the checkpoint (``decoding.decoder``) if
 present, else in the file ``<checkpoint>.decoder.pt``.
 """
@@ -41,6 +42,7 @@ from text_recognizer.codec import Codec
 from text_recognizer.ctc.ngram import estimate_kneser_ney, format_arpa
 from text_recognizer.ctc.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER, build_word_arpa, read_lexicon
 from text_recognizer.data.running_text import read_running_text
+from text_recognizer.readings import SECTION, check_three_readings
 
 SPACE_TOKEN = "|"
 BUNDLE_KIND = "text_recognizer.decoder"
@@ -185,6 +187,11 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
         raise LanguageModelError(
             f"{where} was built for the alphabet {bundle.get('charset')!r}, but the model's is {codec.charset!r}"
         )
+    if SECTION in bundle:
+        try:
+            check_three_readings(bundle[SECTION], where)
+        except ValueError as error:
+            raise LanguageModelError(str(error)) from error
     for key in LM_KEYS:
         lm = bundle.get(key)
         if isinstance(lm, dict):
