@@ -16,7 +16,8 @@ from api.imaging import decode_image, upright_size
 from api.serving import ImageInput, Serving
 
 
-async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], decoder: str | None = None) -> dict:
+async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], decoder: str | None = None,
+                  readings: int | None = None) -> dict:
     """Queue for a pool slot (503 ``overloaded`` past ``max_queue``), then recognise in a thread."""
     metrics = request.app.state.metrics
     if serving.waiting >= serving.settings.max_queue:
@@ -36,7 +37,9 @@ async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], 
         metrics.queue.dec()
     try:
         queue_s = time.perf_counter() - queued
-        result = await asyncio.get_running_loop().run_in_executor(serving.executor, recognise, serving, inputs, decoder)
+        result = await asyncio.get_running_loop().run_in_executor(
+            serving.executor, recognise, serving, inputs, decoder, readings
+        )
     finally:
         serving.semaphore.release()
     metrics.inference.observe(result["inference_s"])
@@ -53,7 +56,8 @@ async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], 
     }
 
 
-def recognise(serving: Serving, inputs: list[ImageInput], decoder: str | None = None) -> dict:
+def recognise(serving: Serving, inputs: list[ImageInput], decoder: str | None = None,
+              readings: int | None = None) -> dict:
     """Runs in a worker thread: decode each image and run the stem (a bad image fails alone), then
     one padded forward pass over the good ones. Items come back in input order."""
     recognizer = serving.recognizer
@@ -69,7 +73,7 @@ def recognise(serving: Serving, inputs: list[ImageInput], decoder: str | None = 
             except APIError as error:
                 item.error = error
     t1 = time.perf_counter()
-    lines = recognizer.predict_tensors(tensors, sizes, decoder=decoder) if tensors else []
+    lines = recognizer.predict_tensors(tensors, sizes, decoder=decoder, readings=readings) if tensors else []
     t2 = time.perf_counter()
     predictions = {index: _line(line, size) for index, line, size in zip(good, lines, sizes)}
     items = [

@@ -6,7 +6,8 @@ probabilities over the line and two copies moved a few pixels up and down (test-
 weights). Measured in ``benchmarks/tta_probe.py`` (benchmarks/RESULTS.md, "Reading each line three
 times"): fewer errors greedy and with the language models, at three runs of the model. That is over the
 beam decoder's 2x-greedy time budget, so one reading stays the default and three is an option
-(``LineRecognizer(readings=3)``, ``--readings 3``).
+(``LineRecognizer(readings=3)`` or per call, ``--readings 3``, the API's ``?readings=3`` and
+``TEXT_RECOGNIZER_READINGS``).
 
 The averaged posteriors are smoother than one reading's, so the beam settings and the confidence
 calibration tuned on single readings would be off for them: a decoder bundle carries a second set for

@@ -23,7 +23,7 @@ from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder, add_dec
 from text_recognizer.ctc.lm import LanguageModelError, choose_bundle, decoder_bundle_for
 from text_recognizer.data.folder import open_image
 from text_recognizer.data.lines import pad_lines, width_sorted_chunks
-from text_recognizer.readings import bundle_for_readings, mean_of_readings, with_shifted_copies
+from text_recognizer.readings import READINGS, SECTION, bundle_for_readings, mean_of_readings, with_shifted_copies
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -85,22 +85,31 @@ class LineRecognizer:
             raise CheckpointError(str(error)) from error
         if decoder == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {path} was trained with loss {self.loss!r}")
+        self.bundle, self._use_lm = bundle, use_lm
         decode_with, self.shift = bundle_for_readings(bundle, readings, str(path))  # shift 0: one reading
+        self.readings = readings
         self.decoder = LineDecoder(self.codec, decoder, decode_with, use_lm=use_lm, **(beam_options or {}))
-        self.bundle, self._decode_with, self._use_lm = bundle, decode_with, use_lm
-        self._decoders = {decoder: self.decoder}
+        self._decoders = {(decoder, readings): self.decoder}
         self._decoders_lock = threading.Lock()
 
-    def decoder_for(self, name: str | None) -> LineDecoder:
-        """The decoder called ``name`` (``None``: this recognizer's default), built once with the same LM."""
-        if name is None:
+    def readings_available(self) -> tuple[int, ...]:
+        """Readings per line this recognizer can decode with (3 needs a bundle with settings for it, or none)."""
+        return tuple(r for r in READINGS if r == 1 or self.bundle is None or SECTION in self.bundle)
+
+    def decoder_for(self, name: str | None, readings: int | None = None) -> LineDecoder:
+        """The decoder called ``name`` for ``readings`` readings per line (``None``: this recognizer's
+        defaults), built once with the same LM and the bundle's settings for that many readings."""
+        readings = self.readings if readings is None else readings
+        if name is None and readings == self.readings:
             return self.decoder
+        name = self.decoder.name if name is None else name
         if name not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {name!r}")
         with self._decoders_lock:
-            if name not in self._decoders:
-                self._decoders[name] = LineDecoder(self.codec, name, self._decode_with, use_lm=self._use_lm)
-            return self._decoders[name]
+            if (name, readings) not in self._decoders:
+                decode_with, _ = bundle_for_readings(self.bundle, readings, str(self.path))
+                self._decoders[name, readings] = LineDecoder(self.codec, name, decode_with, use_lm=self._use_lm)
+            return self._decoders[name, readings]
 
     @property
     def loss(self) -> str:
@@ -124,14 +133,17 @@ class LineRecognizer:
 
     @torch.inference_mode()
     def predict_tensors(self, lines: Sequence[torch.Tensor], image_sizes: Sequence[tuple[int, int]] | None = None,
-                        decoder: str | None = None) -> list[DecodedLine]:
+                        decoder: str | None = None, readings: int | None = None) -> list[DecodedLine]:
         """Decode preprocessed ``(1, H, W)`` lines, batched by similar width to limit padding.
 
         ``image_sizes`` (original ``(width, height)`` per line) puts word and character positions in
         the original images' pixels; without it they are in preprocessed pixels. ``decoder``
-        overrides this recognizer's decoder for this call (``"greedy"`` or ``"beam"``).
+        overrides this recognizer's decoder for this call (``"greedy"`` or ``"beam"``), ``readings`` its
+        readings per line (1 or 3).
         """
-        line_decoder = self.decoder_for(decoder)
+        readings = self.readings if readings is None else readings
+        line_decoder = self.decoder_for(decoder, readings)
+        shift = bundle_for_readings(self.bundle, readings, str(self.path))[1]
         if line_decoder.name == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {self.path} was trained with loss {self.loss!r}")
         if image_sizes is not None and len(image_sizes) != len(lines):
@@ -145,8 +157,8 @@ class LineRecognizer:
                 for i, line in zip(chunk, ctc_decode(logits, self.codec, frames, collapse_repeats=False)):
                     results[i] = line
                 continue
-            if self.shift:  # three readings (text_recognizer.readings), averaged
-                copies = with_shifted_copies(batch, self.shift).to(self.device)  # (3B, 1, H, W)
+            if shift:  # three readings (text_recognizer.readings), averaged
+                copies = with_shifted_copies(batch, shift).to(self.device)  # (3B, 1, H, W)
                 log_probs = mean_of_readings(self.model(copies, widths.repeat(3)).float().log_softmax(-1), 3)
                 log_probs = log_probs.cpu()  # (B, T, C)
             else:

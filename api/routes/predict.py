@@ -1,7 +1,7 @@
 """Recognition routes: one line, or a batch with one result (or error) per image.
 
 The app puts its access-control dependencies (API keys, rate limit; see ``api/security.py``) in
-front of this router when they are configured. Decoder options (``decoder=``) belong here too.
+front of this router when they are configured. Decoder options (``decoder=``, ``readings=``) belong here too.
 """
 
 from __future__ import annotations
@@ -121,14 +121,34 @@ def decoder_choice(decoder: str | None, serving) -> str:
 _DECODER_HELP = "greedy or beam (beam search with the model's language model); default: TEXT_RECOGNIZER_DECODER"
 
 
+def readings_choice(readings: str | None, serving) -> int:
+    """``?readings=1|3``, else the server's ``TEXT_RECOGNIZER_READINGS``; anything else, or 3 where the model's
+    decoder bundle has no settings for it, is a 422."""
+    if readings is None:
+        return serving.settings.readings
+    if readings not in ("1", "3"):
+        raise APIError(422, "bad_readings", f"readings must be 1 or 3, got {readings!r}")
+    if int(readings) not in serving.recognizer.readings_available():
+        raise APIError(422, "readings_unavailable",
+                       "this server's model has no decoder settings for 3 readings per line; use readings=1")
+    return int(readings)
+
+
+_READINGS_HELP = ("1 or 3: read each line once, or three times (as it is, moved up, moved down) and decode the mean: "
+                  "fewer errors for three times the model's work; default: TEXT_RECOGNIZER_READINGS")
+
+
 @router.post("/v1/predict", response_model=Prediction, responses=_ERRORS, openapi_extra={"requestBody": _IMAGE_BODY})
 async def predict(
-    request: Request, serving: ServingDep, decoder: str | None = Query(None, description=_DECODER_HELP)
+    request: Request,
+    serving: ServingDep,
+    decoder: str | None = Query(None, description=_DECODER_HELP),
+    readings: str | None = Query(None, description=_READINGS_HELP),
 ) -> Prediction:
     """Recognise one line: multipart field ``file``, JSON ``{"image": base64 or data URL}``, or a raw image body."""
-    decoder = decoder_choice(decoder, serving)
+    decoder, readings = decoder_choice(decoder, serving), readings_choice(readings, serving)
     item = await single_image(request)
-    result = await run_job(request, serving, [item], decoder)
+    result = await run_job(request, serving, [item], decoder, readings)
     if item.error is not None:
         raise item.error
     return Prediction(
@@ -148,7 +168,10 @@ async def predict(
     openapi_extra={"requestBody": _BATCH_BODY},
 )
 async def predict_batch(
-    request: Request, serving: ServingDep, decoder: str | None = Query(None, description=_DECODER_HELP)
+    request: Request,
+    serving: ServingDep,
+    decoder: str | None = Query(None, description=_DECODER_HELP),
+    readings: str | None = Query(None, description=_READINGS_HELP),
 ) -> BatchPrediction:
     """Recognise several lines (multipart ``files`` or JSON ``{"images": [...]}``) as one padded batch.
 
@@ -156,9 +179,9 @@ async def predict_batch(
     request order, with its file name (multipart) or ``id`` (JSON objects) and either a ``prediction``
     or an ``error`` ({code, detail, status}), so one corrupt image never fails the others.
     """
-    decoder = decoder_choice(decoder, serving)
+    decoder, readings = decoder_choice(decoder, serving), readings_choice(readings, serving)
     items = await batch_images(request, serving.settings.max_batch)
-    result = await run_job(request, serving, items, decoder)
+    result = await run_job(request, serving, items, decoder, readings)
     for item in items:
         if item.error is not None:  # a single request's error is counted by the error handler
             request.app.state.metrics.rejected.labels(item.error.code).inc()
