@@ -27,7 +27,6 @@ out-of-domain sets are measured after that choice, for the record.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from decoding import decode_paths, load_set, score, texts
 from text_recognizer.codec import Codec
 from text_recognizer.ctc.decoder import LineDecoder
 from text_recognizer.data.folder import open_image, read_labels
+from text_recognizer.readings import mean_of_readings, shift_rows
 from text_recognizer.recognizer import LineRecognizer
 from text_recognizer.stem import SLANT_STRENGTH, estimate_slant, preprocess, shear_upright
 
@@ -54,16 +54,6 @@ DATA = {
     "stanford_memorials_1905": Path("../shared/data/stanford_memorials_1905"),
     "gw_washington_1755": Path("../shared/data/gw_washington_1755"),
 }
-
-
-def shift_rows(line: torch.Tensor, rows: int) -> torch.Tensor:
-    """(1, H, W) ink-high -> the same moved ``rows`` down (< 0: up), paper (0) coming in at the edge."""
-    moved = torch.roll(line, rows, dims=1)
-    if rows > 0:
-        moved[:, :rows] = 0
-    else:
-        moved[:, rows:] = 0
-    return moved
 
 
 def pen(line: torch.Tensor, thicker: bool) -> torch.Tensor:
@@ -87,7 +77,7 @@ def to_width(ink: np.ndarray, width: int) -> np.ndarray:
 def variants(recognizer: LineRecognizer, image) -> dict[str, torch.Tensor]:
     """Every variant of one line at the stem's width: name -> (1, H, W)."""
     plain = recognizer.preprocess(image)  # (1, H, W), deslanted at SLANT_STRENGTH
-    out = {"plain": plain, "up": shift_rows(plain, -2), "down": shift_rows(plain, 2),
+    out = {"plain": plain, "up": shift_rows(plain[None], -2)[0], "down": shift_rows(plain[None], 2)[0],
            "thick": pen(plain, True), "thin": pen(plain, False)}
     # the slanted copies re-run the stem without its deslant, then shear at another strength
     upright = preprocess(image, recognizer.height, deslant=False)[0].numpy()  # (H, W0)
@@ -147,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             by_name = dict(zip(names, log_probs[:, :frames]))
             for name, members in SETS.items():
                 stacked = torch.stack([by_name[m] for m in members])  # (k, T, C)
-                mean = torch.logsumexp(stacked, 0) - math.log(len(members))  # log of the mean probability
+                mean = mean_of_readings(stacked, len(members))[0]  # (T, C): log of the mean probability
                 cache = caches[name]
                 cache["files"].append(record.path.name)
                 cache["references"].append(record.text)
