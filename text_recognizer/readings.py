@@ -45,6 +45,12 @@ def check_three_readings(section: object, where: str) -> None:
             raise ValueError(f"{where}: {SECTION}[{key!r}] must be a dict of settings")
 
 
+def available_readings(bundle: dict | None) -> tuple[int, ...]:
+    """Readings per line a recognizer with ``bundle`` can decode with: 3 needs the bundle's settings for it
+    (or no bundle at all: greedy, raw confidences)."""
+    return tuple(r for r in READINGS if r == 1 or bundle is None or SECTION in bundle)
+
+
 def bundle_for_readings(bundle: dict | None, readings: int, where: str) -> tuple[dict | None, int]:
     """The decoder bundle to decode ``readings`` readings with, and the shift of the copies (0: one reading).
 
@@ -57,10 +63,10 @@ def bundle_for_readings(bundle: dict | None, readings: int, where: str) -> tuple
         return bundle, 0
     if bundle is None:
         return None, DEFAULT_SHIFT
-    section = bundle.get(SECTION)
-    if section is None:
+    if readings not in available_readings(bundle):
         raise ValueError(f"{where}: its decoder bundle has no settings for three readings "
                          "(benchmarks/add_three_readings.py adds them); use readings=1")
+    section = bundle[SECTION]
     return {**bundle, "beam": section["beam"], "calibration": section["calibration"]}, section["shift"]
 
 

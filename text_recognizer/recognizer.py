@@ -23,7 +23,7 @@ from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder, add_dec
 from text_recognizer.ctc.lm import LanguageModelError, choose_bundle, decoder_bundle_for
 from text_recognizer.data.folder import open_image
 from text_recognizer.data.lines import pad_lines, width_sorted_chunks
-from text_recognizer.readings import READINGS, SECTION, bundle_for_readings, mean_of_readings, with_shifted_copies
+from text_recognizer.readings import available_readings, bundle_for_readings, mean_of_readings, with_shifted_copies
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -86,7 +86,9 @@ class LineRecognizer:
         if decoder == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {path} was trained with loss {self.loss!r}")
         self.bundle, self._use_lm = bundle, use_lm
-        decode_with, self.shift = bundle_for_readings(bundle, readings, str(path))  # shift 0: one reading
+        # (bundle to decode with, shift of the copies; 0: one reading) per available readings count, made once
+        self._views = {r: bundle_for_readings(bundle, r, str(path)) for r in available_readings(bundle)}
+        decode_with, self.shift = self._view(readings)
         self.readings = readings
         self.decoder = LineDecoder(self.codec, decoder, decode_with, use_lm=use_lm, **(beam_options or {}))
         self._decoders = {(decoder, readings): self.decoder}
@@ -94,7 +96,13 @@ class LineRecognizer:
 
     def readings_available(self) -> tuple[int, ...]:
         """Readings per line this recognizer can decode with (3 needs a bundle with settings for it, or none)."""
-        return tuple(r for r in READINGS if r == 1 or self.bundle is None or SECTION in self.bundle)
+        return tuple(self._views)
+
+    def _view(self, readings: int) -> tuple[dict | None, int]:
+        """The bundle and copy shift for ``readings``; a clear ``ValueError`` for an unavailable count."""
+        if readings in self._views:
+            return self._views[readings]
+        return bundle_for_readings(self.bundle, readings, str(self.path))  # raises, saying why
 
     def decoder_for(self, name: str | None, readings: int | None = None) -> LineDecoder:
         """The decoder called ``name`` for ``readings`` readings per line (``None``: this recognizer's
@@ -107,7 +115,7 @@ class LineRecognizer:
             raise ValueError(f"decoder must be one of {DECODERS}, got {name!r}")
         with self._decoders_lock:
             if (name, readings) not in self._decoders:
-                decode_with, _ = bundle_for_readings(self.bundle, readings, str(self.path))
+                decode_with, _ = self._view(readings)
                 self._decoders[name, readings] = LineDecoder(self.codec, name, decode_with, use_lm=self._use_lm)
             return self._decoders[name, readings]
 
@@ -143,7 +151,7 @@ class LineRecognizer:
         """
         readings = self.readings if readings is None else readings
         line_decoder = self.decoder_for(decoder, readings)
-        shift = bundle_for_readings(self.bundle, readings, str(self.path))[1]
+        shift = self._view(readings)[1]
         if line_decoder.name == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {self.path} was trained with loss {self.loss!r}")
         if image_sizes is not None and len(image_sizes) != len(lines):
