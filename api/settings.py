@@ -18,7 +18,7 @@
 ``TEXT_RECOGNIZER_ACCESS_LOG``          JSON access log lines on stderr (default ``true``)
 ``TEXT_RECOGNIZER_DECODER``             default decoder, ``greedy`` or ``beam`` (a request's ``?decoder=`` overrides it)
 ``TEXT_RECOGNIZER_READINGS``            1 (default) or 3: read every line three times and decode the mean (fewer
-                                       errors, three times the model's work; ``text_recognizer.readings``)
+                                       errors, three times the model's work; ``text_recognizer.decoding.readings``)
 =====================================  ==========================================================
 """
 
@@ -69,7 +69,7 @@ class Settings:
     cors_origins: tuple[str, ...] = ()
     access_log: bool = True
     decoder: str = "greedy"  # greedy or beam; a request's ?decoder= overrides it
-    readings: int = 1  # 1 or 3 readings per line (text_recognizer.readings)
+    readings: int = 1  # 1 or 3 readings per line (text_recognizer.decoding.readings)
 
     def __post_init__(self) -> None:
         cpus = available_cpus()

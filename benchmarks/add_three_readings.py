@@ -7,7 +7,7 @@
         --shift 2 --out NEW_BUNDLE
 
 Why: ``decoding.py`` tunes and calibrates on the posteriors it is given. Tuned on the mean of three
-readings (``text_recognizer.readings``), its settings and calibration are right for ``readings=3`` and
+readings (``text_recognizer.decoding.readings``), its settings and calibration are right for ``readings=3`` and
 off for one reading, which stays the default (the beam decoder's 2x-greedy time budget). The result is
 ``--bundle`` unchanged, plus ``three_readings = {"shift", "beam", "calibration"}`` from ``--three``.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from text_recognizer.ctc.lm import arpa_text, load_bundle, save_bundle
-from text_recognizer.readings import SECTION
+from text_recognizer.decoding.bundle import arpa_text, load_bundle, save_bundle
+from text_recognizer.decoding.readings import SECTION
 
 
 def main(argv: list[str] | None = None) -> int:

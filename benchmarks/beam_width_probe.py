@@ -19,9 +19,9 @@ import torch
 from decoding import OOD, decode_paths, load_set, score, texts
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.beam import BeamOptions
-from text_recognizer.ctc.decoder import LineDecoder
-from text_recognizer.ctc.lm import load_bundle
+from text_recognizer.decoding.beam import BeamOptions
+from text_recognizer.decoding.bundle import load_bundle
+from text_recognizer.decoding.decoder import LineDecoder
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 
 

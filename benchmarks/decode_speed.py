@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                 decoder="beam", decoder_bundle=args.bundle, beam_options={"beam_width": width, "corrections": 0})
             decoders[f"beam {width} + LM + words + corr."] = LineRecognizer(decoder="beam", decoder_bundle=args.bundle,
                                                                             beam_options={"beam_width": width})
-    if args.three_readings:  # text_recognizer.readings: three runs of the model, the bundle's second settings
+    if args.three_readings:  # text_recognizer.decoding.readings: three runs of the model, the bundle's second settings
         decoders["greedy, 3 readings"] = LineRecognizer(decoder="greedy", decoder_bundle=args.bundle, readings=3)
         width = int(args.beam_widths.split(",")[-1])
         decoders[f"beam {width}, full, 3 readings"] = LineRecognizer(

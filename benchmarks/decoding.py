@@ -1,7 +1,7 @@
 """Beam search + LM vs greedy on cached logits: library comparison, tuning, calibration, report.
 
     PYTHONPATH=. python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/val.pt   # once per set
-    python -m text_recognizer.ctc.lm --out /tmp/lm/default.decoder.pt                     # train + train_extra
+    python -m training.build_lm --out /tmp/lm/default.decoder.pt                     # train + train_extra
     PYTHONPATH=. python benchmarks/decoding.py --cache /tmp/lm --bundle /tmp/lm/default.decoder.pt \\
         --bundle-out text_recognizer/artifacts/default.decoder.pt --report /tmp/lm/report.md
 
@@ -23,9 +23,11 @@ from pathlib import Path
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc import calibration as cal
-from text_recognizer.ctc.beam import BeamOptions
-from text_recognizer.ctc.decoder import (
+from text_recognizer.data.tokenization import detokenize
+from text_recognizer.decoding import calibration as cal
+from text_recognizer.decoding.beam import BeamOptions
+from text_recognizer.decoding.bundle import arpa_text, load_bundle, make_bundle, save_bundle
+from text_recognizer.decoding.decoder import (
     Geometry,
     LineDecoder,
     char_features,
@@ -33,8 +35,6 @@ from text_recognizer.ctc.decoder import (
     line_features,
     word_features,
 )
-from text_recognizer.ctc.lm import arpa_text, load_bundle, make_bundle, save_bundle
-from text_recognizer.data.tokenization import detokenize
 from text_recognizer.metrics import cer, line_cer
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 
@@ -72,7 +72,7 @@ def pyctcdecode_rows(codec: Codec, train_lines: list[str], lps, refs, greedy_s: 
         return [{"library": "pyctcdecode", "note": "not installed (pip install pyctcdecode==0.5.0 ufal-kenlm==26.4.1)"}]
     import tempfile
 
-    from text_recognizer.ctc.ngram import estimate_kneser_ney, write_arpa
+    from text_recognizer.decoding.ngram import estimate_kneser_ney, write_arpa
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path("/tmp/lm"), help="folder of decode_logits.py outputs")
     parser.add_argument("--bundle", type=Path, required=True,
-                        help="decoder bundle with the LM (python -m text_recognizer.ctc.lm)")
+                        help="decoder bundle with the LM (python -m training.build_lm)")
     parser.add_argument("--bundle-out", type=Path, default=None,
                         help="write the bundle with tuned settings + calibration")
     parser.add_argument("--report", type=Path, default=None, help="markdown report")
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                      "seconds": s, "ratio": s / g_s})
         print(rows[-1], flush=True)
     if not args.skip_pyctcdecode:
-        from text_recognizer.ctc.lm import read_texts
+        from text_recognizer.decoding.lm_builder import read_texts
 
         rows += pyctcdecode_rows(codec, read_texts(args.train_text), tune_lps, tune_refs, g_s)
         print(rows[-3:], flush=True)

@@ -36,9 +36,9 @@ import torch.nn.functional as F
 from decoding import decode_paths, load_set, score, texts
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.decoder import LineDecoder
 from text_recognizer.data.folder import open_image, read_labels
-from text_recognizer.readings import mean_of_readings, shift_rows
+from text_recognizer.decoding.decoder import LineDecoder
+from text_recognizer.decoding.readings import mean_of_readings, shift_rows
 from text_recognizer.recognizer import LineRecognizer
 from text_recognizer.stem import SLANT_STRENGTH, estimate_slant, preprocess, shear_upright
 

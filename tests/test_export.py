@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.lm import bundle_path, load_bundle, save_bundle
 from text_recognizer.data.folder import read_labels
+from text_recognizer.decoding.bundle import bundle_path, load_bundle, save_bundle
 from text_recognizer.export import ExportableRecognizer, _slide, export_onnx, export_recognizer, export_torchscript
 from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer

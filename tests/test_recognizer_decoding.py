@@ -11,7 +11,8 @@ from PIL import Image
 
 from text_recognizer.checkpoint import CheckpointError
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.lm import build_arpa, make_bundle, read_texts, save_bundle
+from text_recognizer.decoding.bundle import make_bundle, save_bundle
+from text_recognizer.decoding.lm_builder import build_arpa, read_texts
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer, main
 from training.evaluate import main as evaluate_main
 

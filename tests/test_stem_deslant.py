@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from text_recognizer.checkpoint import load_checkpoint
-from text_recognizer.ctc.decoder import Geometry
+from text_recognizer.decoding.decoder import Geometry
 from text_recognizer.models.config import ModelConfig
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer
 from text_recognizer.stem import SLANT_STRENGTH, deslant_line, estimate_slant, preprocess, shear_upright

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.ctc.decode import DecodedLine
 from text_recognizer.data.folder import open_image
+from text_recognizer.decoding.greedy import DecodedLine
+from text_recognizer.stem import oriented_size
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class FileResult:
 
 def recognize_files(recognizer, paths: Sequence[Path], batch_size: int = 16,
                     on_result: Callable[[FileResult], None] | None = None) -> Iterator[FileResult]:
-    """Yield a :class:`FileResult` per path, in order; ``recognizer`` is a ``LineRecognizer``.
+    """Yield a :class:`FileResult` per path, in order; ``recognizer`` is a ``LineRecognizer`` or an
+    ``OnnxLineRecognizer`` (anything with ``preprocess`` and ``predict_tensors(lines, image_sizes)``).
 
     ``on_result`` (e.g. a progress bar's update) is called once per file as its result is ready.
     """
@@ -48,28 +50,14 @@ def recognize_files(recognizer, paths: Sequence[Path], batch_size: int = 16,
             try:
                 image = open_image(Path(path))
                 tensors.append(recognizer.preprocess(image))
-                sizes.append(_oriented_size(image))
+                sizes.append(oriented_size(image))
             except (ValueError, OSError) as error:  # unreadable, not an image, no pixels
                 message = str(error)
                 errors[i] = message if str(path) in message else f"{path}: {message}"
-        decoded = iter(_predict(recognizer, tensors, sizes)) if tensors else iter(())
+        # original sizes always: positions in the images' pixels (not the model's), whatever reads them
+        decoded = iter(recognizer.predict_tensors(tensors, sizes)) if tensors else iter(())
         for i, path in enumerate(chunk):
             result = FileResult(Path(path), error=errors[i]) if i in errors else FileResult(Path(path), next(decoded))
             if on_result is not None:
                 on_result(result)
             yield result
-
-
-def _predict(recognizer, tensors: list[torch.Tensor], sizes: list[tuple[int, int]]):
-    """Decode with word/character positions in the original images' pixels where the recognizer can."""
-    from text_recognizer.recognizer import LineRecognizer
-
-    if isinstance(recognizer, LineRecognizer):
-        return recognizer.predict_tensors(tensors, sizes)
-    return recognizer.predict_tensors(tensors)
-
-
-def _oriented_size(image) -> tuple[int, int]:
-    from text_recognizer.recognizer import oriented_size  # the recognizer module imports this one lazily
-
-    return oriented_size(image)

@@ -57,7 +57,7 @@ class Codec:
         return [self._index[c] for c in text]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Ids -> text, verbatim (no CTC collapsing; see ``text_recognizer.ctc.decode``). Blanks are skipped."""
+        """Ids -> text, verbatim (no CTC collapsing; see ``text_recognizer.decoding.greedy``). Blanks are skipped."""
         chars = []
         for i in ids:
             i = int(i)

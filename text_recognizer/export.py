@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.lm import bundle_path, save_bundle
+from text_recognizer.decoding.bundle import bundle_path, save_bundle
 from text_recognizer.models.blocks import length_mask
 from text_recognizer.models.config import ModelConfig
 

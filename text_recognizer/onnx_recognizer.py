@@ -3,7 +3,7 @@
 Why: it is the reference for how an exported file is used (the stem, padding, decoding from the
 file's own metadata), it checks exports against PyTorch on real lines, and it is what
 ``benchmarks/onnx_bench.py`` times. Only the network runs in ONNX Runtime; decoding is the same
-``LineDecoder`` as PyTorch's, with the same decoder bundle (``text_recognizer.ctc.lm``: language model,
+``LineDecoder`` as PyTorch's, with the same decoder bundle (``text_recognizer.decoding.bundle``: language model,
 tuned beam settings, confidence calibration), so texts, word and character positions and calibrated
 confidences match ``LineRecognizer``'s, greedy or beam. ``training/export_model.py --format onnx``
 writes the bundle beside the file (``model.onnx`` -> ``model.decoder.pt``). ``onnxruntime`` is an
@@ -20,18 +20,17 @@ import torch
 from PIL import Image
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.decode import DecodedLine, ctc_decode
-from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder
-from text_recognizer.ctc.lm import bundle_path, choose_bundle, load_bundle
 from text_recognizer.data.folder import open_image
-from text_recognizer.data.lines import pad_lines, width_sorted_chunks
+from text_recognizer.decoding.bundle import bundle_path, choose_bundle, load_bundle
+from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
+from text_recognizer.decoding.greedy import DecodedLine, ctc_decode
+from text_recognizer.decoding.readings import bundle_for_readings
 from text_recognizer.export import METADATA_KEY
-from text_recognizer.readings import bundle_for_readings, mean_of_readings, with_shifted_copies
-from text_recognizer.recognizer import oriented_size
+from text_recognizer.line_batches import LineReader, read_in_batches
 from text_recognizer.stem import preprocess
 
 
-class OnnxLineRecognizer:
+class OnnxLineRecognizer(LineReader):
     """``predict``/``predict_lines`` over an ONNX file written by ``text_recognizer.export``.
 
     ``decoder``, ``decoder_bundle``, ``use_lm``, ``beam_options`` and ``readings`` mean what they mean
@@ -89,36 +88,16 @@ class OnnxLineRecognizer:
 
         ``image_sizes`` (original ``(width, height)`` per line) puts positions in the original images' pixels.
         """
-        if image_sizes is not None and len(image_sizes) != len(lines):
-            raise ValueError(f"image_sizes has {len(image_sizes)} entries for {len(lines)} lines")
-        results: list[DecodedLine | None] = [None] * len(lines)
-        for chunk in width_sorted_chunks([line.shape[-1] for line in lines], self.batch_size):
-            batch, widths = pad_lines([lines[i] for i in chunk], min_width=self.window_width)  # (B, 1, H, W), (B,)
-            shift = self.shift if self.is_ctc else 0
-            if shift:  # three readings (text_recognizer.readings), averaged
-                batch, widths = with_shifted_copies(batch, shift), widths.repeat(3)  # (3B, 1, H, W), (3B,)
+        def log_probs_of(batch: torch.Tensor, widths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             log_probs, frames = self.session.run(None, {"images": batch.numpy(), "widths": widths.numpy()})
-            log_probs, frames = torch.from_numpy(log_probs), torch.from_numpy(frames)  # (B or 3B, T, C), (B or 3B,)
-            if shift:
-                log_probs, frames = mean_of_readings(log_probs, 3), frames[: len(chunk)]  # (B, T, C), (B,)
+            return torch.from_numpy(log_probs), torch.from_numpy(frames)  # (N, T, C), (N,)
+
+        def decode(log_probs: torch.Tensor, stem_width: int, size: tuple[int, int] | None) -> DecodedLine:
             if not self.is_ctc:  # per-window (NLL) baseline: every frame is a character
-                for i, line in zip(chunk, ctc_decode(log_probs, self.codec, frames, collapse_repeats=False)):
-                    results[i] = line
-                continue
-            for row, i in enumerate(chunk):
-                size = image_sizes[i] if image_sizes is not None else None
-                geometry = Geometry.for_line(self.height, self.window_width, self.window_stride,
-                                             lines[i].shape[-1], size, centred=self.deslant)
-                results[i] = self.decoder.decode(log_probs[row, : int(frames[row])], geometry)
-        return results  # type: ignore[return-value]
+                return ctc_decode(log_probs[None], self.codec, collapse_repeats=False)[0]
+            geometry = Geometry.for_line(self.height, self.window_width, self.window_stride, stem_width, size,
+                                         centred=self.deslant)
+            return self.decoder.decode(log_probs, geometry)
 
-    def predict_lines(self, images: Sequence[Image.Image | str | Path]) -> list[DecodedLine]:
-        """Images (PIL or paths) -> decoded lines with confidences, words and characters, in input order."""
-        opened = [open_image(Path(image)) if isinstance(image, (str, Path)) else image for image in images]
-        return self.predict_tensors([self.preprocess(image) for image in opened], [oriented_size(i) for i in opened])
-
-    def predict(self, images: Sequence[Image.Image | str | Path] | Image.Image) -> list[str]:
-        """Images -> texts, in input order (a single image gives a one-element list)."""
-        if isinstance(images, (Image.Image, str, Path)):
-            images = [images]
-        return [line.text for line in self.predict_lines(images)]
+        return read_in_batches(lines, image_sizes, self.batch_size, log_probs_of, decode,
+                               self.shift if self.is_ctc else 0, min_width=self.window_width)

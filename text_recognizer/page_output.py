@@ -21,10 +21,10 @@ from pathlib import Path
 
 from lxml import etree
 
-from text_recognizer.ctc.decode import DecodedLine
 from text_recognizer.data.folder import open_image
 from text_recognizer.data.layout import LayoutError, PageLayout, read_layout
 from text_recognizer.data.linecut import cut_line, page_gray, polygon_problem
+from text_recognizer.decoding.greedy import DecodedLine
 
 #: TextLine children that come before TextEquiv in the PAGE schema (2013 and 2019).
 _BEFORE_TEXT_EQUIV = ("AlternativeImage", "Coords", "Baseline", "Word")

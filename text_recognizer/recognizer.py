@@ -18,12 +18,16 @@ import torch
 from PIL import Image
 
 from text_recognizer.checkpoint import LOSS_OF_OUTPUT_KIND, CheckpointError, load_checkpoint
-from text_recognizer.ctc.decode import DecodedLine, ctc_decode
-from text_recognizer.ctc.decoder import DECODERS, Geometry, LineDecoder, add_decoder_arguments, decoder_kwargs
-from text_recognizer.ctc.lm import LanguageModelError, choose_bundle, decoder_bundle_for
 from text_recognizer.data.folder import open_image
-from text_recognizer.data.lines import pad_lines, width_sorted_chunks
-from text_recognizer.readings import available_readings, bundle_for_readings, mean_of_readings, with_shifted_copies
+from text_recognizer.decoding.bundle import LanguageModelError, choose_bundle, decoder_bundle_for
+from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
+from text_recognizer.decoding.greedy import DecodedLine, ctc_decode
+from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
+from text_recognizer.decoding.readings import (
+    available_readings,
+    bundle_for_readings,
+)
+from text_recognizer.line_batches import LineReader, read_in_batches
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -40,13 +44,7 @@ def default_checkpoint() -> Path:
     return DEFAULT_CHECKPOINT
 
 
-def oriented_size(image: Image.Image) -> tuple[int, int]:
-    """``(width, height)`` after EXIF orientation, as the stem sees the image."""
-    orientation = image.getexif().get(0x0112, 1)
-    return (image.height, image.width) if orientation in (5, 6, 7, 8) else (image.width, image.height)
-
-
-class LineRecognizer:
+class LineRecognizer(LineReader):
     """Load a checkpoint once; ``predict`` images of single text lines.
 
     ``checkpoint`` holds the whole bundle (``text_recognizer.checkpoint.Checkpoint``: model config,
@@ -54,13 +52,14 @@ class LineRecognizer:
 
     ``decoder``: ``"greedy"`` (best path) or ``"beam"`` (beam search with the checkpoint's language
     model when it has one: inside the checkpoint (``decoding.decoder``) or in ``<checkpoint>.decoder.pt``;
-    see ``text_recognizer.ctc.lm``). ``decoder_bundle`` overrides where that comes from (``False``: none, so
+    see ``text_recognizer.decoding.bundle``). ``decoder_bundle`` overrides where that comes from (``False``: none, so
     confidences are uncalibrated as before), ``use_lm=False``
     searches without the LM, ``beam_options`` overrides the tuned ``BeamOptions`` (beam_width,
     lm_weight, word_bonus, token_beam, threshold, word_lm_weight, word_lm_bonus, oov_penalty,
     rescore_lm_weight, corrections, correction_distance, blank_penalty). ``readings=3`` reads every
     line three times (as it is, moved up, moved down) and decodes the mean of the three posteriors, with
-    the bundle's settings for that (``text_recognizer.readings``): fewer errors for three times the model's work.
+    the bundle's settings for that (``text_recognizer.decoding.readings``): fewer errors for three times
+    the model's work.
     """
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16,
@@ -151,42 +150,21 @@ class LineRecognizer:
         """
         readings = self.readings if readings is None else readings
         line_decoder = self.decoder_for(decoder, readings)
-        shift = self._view(readings)[1]
         if line_decoder.name == "beam" and self.loss != "ctc":
             raise ValueError(f"decoder='beam' needs a CTC model; {self.path} was trained with loss {self.loss!r}")
-        if image_sizes is not None and len(image_sizes) != len(lines):
-            raise ValueError(f"image_sizes has {len(image_sizes)} entries for {len(lines)} lines")
-        results: list[DecodedLine | None] = [None] * len(lines)
-        for chunk in width_sorted_chunks([line.shape[-1] for line in lines], self.batch_size):
-            batch, widths = pad_lines([lines[i] for i in chunk])  # (B, 1, H, W), (B,)
-            frames = self.model.output_lengths(widths)
-            if self.loss != "ctc":  # per-window (NLL) baseline: every frame is a character
-                logits = self.model(batch.to(self.device), widths)  # (B, T, C)
-                for i, line in zip(chunk, ctc_decode(logits, self.codec, frames, collapse_repeats=False)):
-                    results[i] = line
-                continue
-            if shift:  # three readings (text_recognizer.readings), averaged
-                copies = with_shifted_copies(batch, shift).to(self.device)  # (3B, 1, H, W)
-                log_probs = mean_of_readings(self.model(copies, widths.repeat(3)).float().log_softmax(-1), 3)
-                log_probs = log_probs.cpu()  # (B, T, C)
-            else:
-                log_probs = self.model(batch.to(self.device), widths).float().log_softmax(-1).cpu()  # (B, T, C)
-            for row, i in enumerate(chunk):
-                size = image_sizes[i] if image_sizes is not None else None
-                geometry = self.geometry(lines[i].shape[-1], size)
-                results[i] = line_decoder.decode(log_probs[row, : int(frames[row])], geometry)
-        return results  # type: ignore[return-value]
+        is_ctc = self.loss == "ctc"
 
-    def predict_lines(self, images: Sequence[Image.Image | str | Path]) -> list[DecodedLine]:
-        """Images (PIL or paths) -> decoded lines with confidences, words and characters, in input order."""
-        opened = [open_image(Path(image)) if isinstance(image, (str, Path)) else image for image in images]
-        return self.predict_tensors([self.preprocess(image) for image in opened], [oriented_size(i) for i in opened])
+        def log_probs_of(batch: torch.Tensor, widths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            logits = self.model(batch.to(self.device), widths)  # (N, T, C)
+            return logits.float().log_softmax(-1).cpu(), self.model.output_lengths(widths)  # (N, T, C), (N,)
 
-    def predict(self, images: Sequence[Image.Image | str | Path] | Image.Image) -> list[str]:
-        """Images -> texts, in input order (a single image gives a one-element list)."""
-        if isinstance(images, (Image.Image, str, Path)):
-            images = [images]
-        return [line.text for line in self.predict_lines(images)]
+        def decode(log_probs: torch.Tensor, stem_width: int, size: tuple[int, int] | None) -> DecodedLine:
+            if not is_ctc:  # per-window (NLL) baseline: every frame is a character
+                return ctc_decode(log_probs[None], self.codec, collapse_repeats=False)[0]
+            return line_decoder.decode(log_probs, self.geometry(stem_width, size))
+
+        shift = self._view(readings)[1] if is_ctc else 0
+        return read_in_batches(lines, image_sizes, self.batch_size, log_probs_of, decode, shift)
 
 
 #: More files than this get a progress bar on stderr (with --progress auto).

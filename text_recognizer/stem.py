@@ -37,6 +37,13 @@ _SLANT_BIN = 0.25  # degrees: the estimate's resolution (0.15 degrees of shear a
 _SLANT_BINS = int(2 * _MAX_SLANT_DEGREES / _SLANT_BIN)
 
 
+def oriented_size(image: Image.Image) -> tuple[int, int]:
+    """``(width, height)`` after EXIF orientation, as ``preprocess`` sees the image: the size that word and
+    character positions are given in."""
+    orientation = image.getexif().get(0x0112, 1)
+    return (image.height, image.width) if orientation in (5, 6, 7, 8) else (image.width, image.height)
+
+
 def to_grayscale(image: Image.Image) -> np.ndarray:
     """Any PIL image -> float32 ``(h, w)`` luminance in [0, 1] (1 = white).
 

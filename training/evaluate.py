@@ -13,12 +13,13 @@ import unicodedata
 from pathlib import Path
 
 from text_recognizer.checkpoint import CheckpointError
-from text_recognizer.ctc.decoder import add_decoder_arguments, decoder_kwargs
 from text_recognizer.data.folder import DatasetFormatError, open_image, read_labels
 from text_recognizer.data.page import cut_layout_folder, is_layout_folder
 from text_recognizer.data.tokenization import cer_iam, cer_natural, wer_natural
+from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
 from text_recognizer.metrics import cer, line_cer, wer
-from text_recognizer.recognizer import LineRecognizer, oriented_size
+from text_recognizer.recognizer import LineRecognizer
+from text_recognizer.stem import oriented_size
 
 
 def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:

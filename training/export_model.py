@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
-from text_recognizer.ctc.lm import LanguageModelError, bundle_path, load_bundle, save_bundle
 from text_recognizer.data.download import sha256_file
+from text_recognizer.decoding.bundle import LanguageModelError, bundle_path, load_bundle, save_bundle
 from text_recognizer.export import FORMATS as EXPORT_FORMATS
 from text_recognizer.export import export_recognizer
 

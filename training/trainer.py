@@ -55,11 +55,12 @@ from text_recognizer.checkpoint import (
     save_checkpoint,
 )
 from text_recognizer.codec import Codec
-from text_recognizer.ctc import ctc_decode, ctc_loss
+from text_recognizer.ctc import ctc_loss
 from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.ctc.loss import resolve_impl
 from text_recognizer.data.checks import report_table
 from text_recognizer.data.lines import collate_lines
+from text_recognizer.decoding.greedy import ctc_decode
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.models import build_model
 from text_recognizer.models.growth import growth, new_block_names, zero_residual_branch

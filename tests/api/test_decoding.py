@@ -83,8 +83,8 @@ def test_readings_per_request_with_the_bundled_model(lines):
 def test_three_readings_without_settings_for_them_are_refused(lines, tmp_path):
     """A model whose decoder bundle was tuned for one reading only: ?readings=3 is a 422, one reading still works."""
     from tests.api.conftest import wait_ready
-    from text_recognizer.ctc.lm import load_bundle, save_bundle
-    from text_recognizer.readings import SECTION
+    from text_recognizer.decoding.bundle import load_bundle, save_bundle
+    from text_recognizer.decoding.readings import SECTION
     from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 
     checkpoint = tmp_path / "model.pt"

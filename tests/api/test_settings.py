@@ -78,8 +78,8 @@ def test_readings_reach_the_recognizer():
 def test_readings_without_settings_for_them_stop_the_start(tmp_path):
     """A bundle tuned for one reading only: the server refuses to start and says why."""
     from api.serving import StartupError, load_serving
-    from text_recognizer.ctc.lm import load_bundle, save_bundle
-    from text_recognizer.readings import SECTION
+    from text_recognizer.decoding.bundle import load_bundle, save_bundle
+    from text_recognizer.decoding.readings import SECTION
     from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 
     bundle = load_bundle(DEFAULT_CHECKPOINT.with_suffix(".decoder.pt"))

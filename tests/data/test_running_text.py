@@ -7,14 +7,15 @@ import random
 import pytest
 import torch
 
-from text_recognizer.ctc.lm import arpa_text, main
 from text_recognizer.data.running_text import (
     line_sized_pieces,
     plain_typography,
     read_running_text,
     running_text_files,
 )
+from text_recognizer.decoding.bundle import arpa_text
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+from training.build_lm import main
 
 SPEECH = ("Fellow-Citizens of the Senate and House of Representatives: In meeting you again I feel much "
           "satisfaction in being able to repeat my congratulations on the favorable prospects which "

@@ -12,9 +12,9 @@ from pathlib import Path
 import torch
 
 from text_recognizer.checkpoint import FORMAT_VERSION, load_checkpoint
-from text_recognizer.ctc.lm import bundle_path, load_bundle, make_bundle, save_bundle
 from text_recognizer.data.download import sha256_file
 from text_recognizer.data.folder import read_labels
+from text_recognizer.decoding.bundle import bundle_path, load_bundle, make_bundle, save_bundle
 from text_recognizer.recognizer import LineRecognizer
 from training.export_model import main
 

@@ -1,7 +1,9 @@
-"""CTC: the loss (PyTorch or fused Triton), feasibility rules and greedy decoding."""
+"""CTC: the loss (PyTorch or fused Triton kernels), InterCTC, smoothing and feasibility rules.
 
-from text_recognizer.ctc.decode import DecodedLine, ctc_decode
+Decoding (turning a model's frames into text) lives in ``text_recognizer.decoding``.
+"""
+
 from text_recognizer.ctc.feasibility import required_frames
 from text_recognizer.ctc.loss import ctc_loss
 
-__all__ = ["DecodedLine", "ctc_decode", "ctc_loss", "required_frames"]
+__all__ = ["ctc_loss", "required_frames"]

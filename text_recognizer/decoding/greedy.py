@@ -39,7 +39,7 @@ class DecodedLine:
     """A decoded line: its text and a confidence in [0, 1], with its words and characters if known.
 
     ``ctc_decode`` fills only ``text`` and ``confidence``: the geometric mean over the line's frames
-    of the best class probability, ``exp(mean_t max_c log p_t(c))``. ``text_recognizer.ctc.decoder``
+    of the best class probability, ``exp(mean_t max_c log p_t(c))``. ``text_recognizer.decoding.decoder``
     also fills ``words`` and ``chars`` (spaces are not characters here) and calibrates the numbers
     (see its docstring for what they mean).
     """

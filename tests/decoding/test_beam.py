@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.beam: flashlight beam search with and without a character LM."""
+"""Tests for text_recognizer.decoding.beam: flashlight beam search with and without a character LM."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
-from text_recognizer.ctc.decode import collapse
-from text_recognizer.ctc.lm import LanguageModelError, build_arpa
-from text_recognizer.ctc.word_lm import WordLanguageModel, build_word_arpa
+from text_recognizer.decoding.beam import BeamDecoder, BeamOptions
+from text_recognizer.decoding.bundle import LanguageModelError
+from text_recognizer.decoding.greedy import collapse
+from text_recognizer.decoding.lm_builder import build_arpa
+from text_recognizer.decoding.word_lm import WordLanguageModel, build_word_arpa
 
 CODEC = Codec(" ceht")  # blank 0, space 1, c 2, e 3, h 4, t 5
 

@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.lm: building the character LM and the decoder bundle."""
+"""Tests for text_recognizer.decoding.bundle: building the character LM and the decoder bundle."""
 
 from __future__ import annotations
 
@@ -8,22 +8,21 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.lm import (
+from text_recognizer.decoding.bundle import (
     LanguageModelError,
     arpa_text,
-    build_arpa,
     bundle_path,
     decoder_bundle_for,
     lexicon_words,
     load_bundle,
-    main,
     make_bundle,
-    read_texts,
     save_bundle,
     word_lm_entry,
 )
-from text_recognizer.ctc.word_lm import build_word_arpa
+from text_recognizer.decoding.lm_builder import build_arpa, read_texts
+from text_recognizer.decoding.word_lm import build_word_arpa
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+from training.build_lm import main
 
 CODEC = Codec(" abcdehlorstw")
 

@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.word_lm: the word n-gram model that re-ranks the beam's readings."""
+"""Tests for text_recognizer.decoding.word_lm: the word n-gram model that re-ranks the beam's readings."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from text_recognizer.ctc.word_lm import (
+from text_recognizer.decoding.word_lm import (
     WordLanguageModel,
     arpa_unigrams,
     arpa_vocabulary,

@@ -21,8 +21,9 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from text_recognizer.ctc.ngram import EOS, UNK, estimate_kneser_ney, format_arpa
 from text_recognizer.data.tokenization import tokenize_like_iam
+from text_recognizer.decoding.kenlm import load_kenlm
+from text_recognizer.decoding.ngram import EOS, UNK, estimate_kneser_ney, format_arpa
 
 #: Bigrams: a trigram model from the same text re-ranked no better (RESULTS) and is 2.5x larger.
 DEFAULT_WORD_ORDER = 2
@@ -101,8 +102,6 @@ class WordLanguageModel:
     def __init__(self, arpa: str, lexicon: Iterable[str] = ()):
         from flashlight.lib.text.decoder.kenlm import KenLM
         from flashlight.lib.text.dictionary import Dictionary
-
-        from text_recognizer.ctc.beam import load_kenlm
 
         self.unigram_log10 = arpa_unigrams(arpa)
         vocabulary = list(self.unigram_log10)

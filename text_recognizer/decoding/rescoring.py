@@ -34,8 +34,8 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from text_recognizer.codec import BLANK_ID, Codec
-from text_recognizer.ctc.decode import runs
-from text_recognizer.ctc.word_lm import WordLanguageModel
+from text_recognizer.decoding.greedy import runs
+from text_recognizer.decoding.word_lm import WordLanguageModel
 
 #: Readings whose full CTC probability is computed (~0.5 ms each on a long line): those within
 #: ``SHORTLIST_MARGIN`` of the best when scored with their beam path's own probability (the search's

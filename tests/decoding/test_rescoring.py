@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.rescoring: whole-line scores, forced alignment and lexicon corrections."""
+"""Tests for text_recognizer.decoding.rescoring: whole-line scores, forced alignment and lexicon corrections."""
 
 from __future__ import annotations
 
@@ -9,16 +9,10 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
-from text_recognizer.ctc.decode import collapse, runs
-from text_recognizer.ctc.rescoring import (
-    LexiconCorrector,
-    Rescorer,
-    Weights,
-    line_log_likelihoods,
-    viterbi_path,
-)
-from text_recognizer.ctc.word_lm import WordLanguageModel, build_word_arpa
+from text_recognizer.decoding.beam import BeamDecoder, BeamOptions
+from text_recognizer.decoding.greedy import collapse, runs
+from text_recognizer.decoding.rescoring import LexiconCorrector, Rescorer, Weights, line_log_likelihoods, viterbi_path
+from text_recognizer.decoding.word_lm import WordLanguageModel, build_word_arpa
 
 CODEC = Codec(" adehlnoprt")  # blank 0, space 1, a 2, d 3, e 4, h 5, l 6, n 7, o 8, p 9, r 10, t 11
 TEXT = ["the letter", "dear the", "the hat", "the pole", "dear lathrop"] * 3

@@ -1,4 +1,4 @@
-"""Three readings per line (text_recognizer.readings): the copies, the mean, the bundle's second settings."""
+"""Three readings per line (text_recognizer.decoding.readings): the copies, the mean, the bundle's second settings."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 from PIL import Image
 
-from text_recognizer.ctc.lm import LanguageModelError, load_bundle, save_bundle
-from text_recognizer.readings import (
+from text_recognizer.decoding.bundle import LanguageModelError, load_bundle, save_bundle
+from text_recognizer.decoding.readings import (
     DEFAULT_SHIFT,
     SECTION,
     bundle_for_readings,

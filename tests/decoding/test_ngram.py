@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.ngram: interpolated Kneser-Ney estimation and ARPA output."""
+"""Tests for text_recognizer.decoding.ngram: interpolated Kneser-Ney estimation and ARPA output."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from text_recognizer.ctc.ngram import BOS, EOS, UNK, estimate_kneser_ney, write_arpa
+from text_recognizer.decoding.ngram import BOS, EOS, UNK, estimate_kneser_ney, write_arpa
 
 SENTENCES = [list("the|cat|sat"), list("the|hat"), list("a|cat|ate|the|mat"), list("that")]
 

@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.calibration: logistic calibration and its measures."""
+"""Tests for text_recognizer.decoding.calibration: logistic calibration and its measures."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from text_recognizer.ctc import calibration as cal
+from text_recognizer.decoding import calibration as cal
 
 
 def test_fit_recovers_a_known_logistic_map() -> None:

@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.decoder: greedy/beam line decoding with positions and confidences."""
+"""Tests for text_recognizer.decoding.decoder: greedy/beam line decoding with positions and confidences."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.decoder import Geometry, LineDecoder, line_features, runs
-from text_recognizer.ctc.lm import build_arpa, make_bundle, word_lm_entry
-from text_recognizer.ctc.word_lm import build_word_arpa
+from text_recognizer.decoding.bundle import make_bundle, word_lm_entry
+from text_recognizer.decoding.decoder import Geometry, LineDecoder, line_features, runs
+from text_recognizer.decoding.lm_builder import build_arpa
+from text_recognizer.decoding.word_lm import build_word_arpa
 
 CODEC = Codec(" abc")  # blank 0, space 1, a 2, b 3, c 4
 

@@ -1,4 +1,4 @@
-"""Tests for text_recognizer.ctc.decode: greedy CTC decoding."""
+"""Tests for text_recognizer.decoding.greedy: greedy CTC decoding."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc.decode import DecodedLine, collapse, ctc_decode
+from text_recognizer.decoding.greedy import DecodedLine, collapse, ctc_decode
 
 CODEC = Codec("abc")  # a=1, b=2, c=3, blank=0
 

@@ -12,7 +12,7 @@ greedy, the best beam hypothesis for beam); everything after that is shared:
   margin ``max_t (log p_t(c) - max_c' log p_t(c'))``: 0 when the model itself preferred it, negative
   when beam search or the LM chose it against the model's evidence;
 - the raw scores become probabilities through the bundle's calibration
-  (``text_recognizer.ctc.calibration``): characters ``P(char right)``, words ``P(word exactly
+  (``text_recognizer.decoding.calibration``): characters ``P(char right)``, words ``P(word exactly
   right)``, the line ``expected fraction of characters right (1 - CER)``. Without a calibration
   (a checkpoint with no decoder bundle) they are the uncalibrated ``p(c)``, the product of a word's
   ``p(c)``, and the line's mean best-frame probability (geometric), as before.
@@ -28,12 +28,11 @@ import numpy as np
 import torch
 
 from text_recognizer.codec import Codec
-from text_recognizer.ctc import calibration as cal
-from text_recognizer.ctc.beam import BeamDecoder, BeamOptions
-from text_recognizer.ctc.decode import DecodedLine, Span, runs
-from text_recognizer.ctc.lm import arpa_text, lexicon_words
-from text_recognizer.ctc.word_lm import WordLanguageModel
-from text_recognizer.readings import READINGS
+from text_recognizer.decoding import calibration as cal
+from text_recognizer.decoding.beam import BeamDecoder, BeamOptions
+from text_recognizer.decoding.bundle import arpa_text, lexicon_words
+from text_recognizer.decoding.greedy import DecodedLine, Span, runs
+from text_recognizer.decoding.word_lm import WordLanguageModel
 
 DECODERS = ("greedy", "beam")
 
@@ -202,41 +201,3 @@ class LineDecoder:
         else:
             line_confidence = math.exp(raw["mean_best"])
         return DecodedLine(text=text, confidence=line_confidence, words=tuple(words), chars=tuple(chars))
-
-
-def add_decoder_arguments(parser) -> None:
-    """The decoding flags shared by the command-line tools (``--decoder``, beam options)."""
-    group = parser.add_argument_group("decoding")
-    group.add_argument("--decoder", choices=DECODERS, default="greedy",
-                       help="greedy: best path; beam: beam search with the checkpoint's language model")
-    group.add_argument("--no-lm", action="store_true", help="beam search without the language model")
-    group.add_argument("--decoder-bundle", type=str, default=None,
-                       help="decoder bundle (LM, tuned settings, calibration); default: the checkpoint's")
-    defaults = BeamOptions()
-    group.add_argument("--beam-width", type=int, default=None,
-                       help=f"hypotheses kept (tuned default {defaults.beam_width})")
-    group.add_argument("--lm-weight", type=float, default=None, help=f"LM weight (tuned default {defaults.lm_weight})")
-    group.add_argument("--word-bonus", type=float, default=None,
-                       help=f"score per word, i.e. per space (tuned default {defaults.word_bonus})")
-    group.add_argument("--word-lm-weight", type=float, default=None,
-                       help=f"weight of the word LM that re-scores the beam's readings, if the bundle has one "
-                            f"(tuned default {defaults.word_lm_weight}; 0: no re-scoring and no corrections)")
-    group.add_argument("--corrections", type=int, default=None,
-                       help=f"lexicon words tried in place of each unknown word of the chosen reading "
-                            f"(default {defaults.corrections}; 0: no corrections)")
-    group.add_argument("--blank-penalty", type=float, default=None,
-                       help=f"subtracted from the blank's log-probability in the search with an LM, against "
-                            f"readings that leave characters out (tuned default {defaults.blank_penalty}; 0: none)")
-    group.add_argument("--readings", type=int, choices=READINGS, default=1,
-                       help="read every line this many times (3: as it is, moved up, moved down) and decode the mean "
-                            "posteriors: fewer errors, three times the model's work")
-
-
-def decoder_kwargs(args) -> dict:
-    """``LineRecognizer`` keyword arguments from ``add_decoder_arguments``' flags."""
-    overrides = {"beam_width": args.beam_width, "lm_weight": args.lm_weight, "word_bonus": args.word_bonus,
-                 "word_lm_weight": args.word_lm_weight, "corrections": args.corrections,
-                 "blank_penalty": args.blank_penalty}
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    return {"decoder": args.decoder, "use_lm": not args.no_lm, "decoder_bundle": args.decoder_bundle,
-            "beam_options": overrides or None, "readings": args.readings}

@@ -15,17 +15,16 @@ character on the frames (and pixels) it came from and give it a confidence.
 from __future__ import annotations
 
 import itertools
-import os
-import tempfile
 import threading
 from dataclasses import asdict, dataclass, fields
 
 import torch
 
 from text_recognizer.codec import BLANK_ID, Codec
-from text_recognizer.ctc.lm import SPACE_TOKEN, LanguageModelError
-from text_recognizer.ctc.rescoring import LexiconCorrector, Rescorer, Weights
-from text_recognizer.ctc.word_lm import WordLanguageModel
+from text_recognizer.decoding.bundle import SPACE_TOKEN
+from text_recognizer.decoding.kenlm import load_kenlm
+from text_recognizer.decoding.rescoring import LexiconCorrector, Rescorer, Weights
+from text_recognizer.decoding.word_lm import WordLanguageModel
 
 
 @dataclass(frozen=True)
@@ -165,23 +164,3 @@ class BeamDecoder:
         for path in paths:
             readings.setdefault(self.codec.decode(k for k, _ in itertools.groupby(path) if k != BLANK_ID), path)
         return [int(i) for i in self.rescorer.best_path(emissions, list(readings.items()))]
-
-
-def load_kenlm(kenlm_class, arpa: str, dictionary):
-    """KenLM reads from a path: write the ARPA text to a private temporary file and load it."""
-    fd, path = tempfile.mkstemp(suffix=".arpa")
-    saved = os.dup(2)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(arpa)
-        with open(os.devnull, "w") as quiet:  # KenLM draws a progress bar on stderr while loading
-            os.dup2(quiet.fileno(), 2)
-            try:
-                return kenlm_class(path, dictionary)
-            finally:
-                os.dup2(saved, 2)
-    except RuntimeError as error:
-        raise LanguageModelError(f"the language model could not be loaded by KenLM: {error}") from error
-    finally:
-        os.close(saved)
-        os.unlink(path)
