@@ -20,7 +20,7 @@ from text_recognizer.decoding.readings import (
 )
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer, main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lines"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "lines"
 BUNDLE = DEFAULT_CHECKPOINT.with_suffix(".decoder.pt")
 
 
