@@ -6,6 +6,7 @@
     python training/run_experiment.py --data emnist_lines       # EMNIST Lines (downloads EMNIST once)
     python training/run_experiment.py --help                # every flag, grouped, with defaults
     python training/run_experiment.py --resume --run-dir DIR [--max-minutes N ...]   # continue a run
+    text-recognizer-train --recipe bundled [--recipe-dir D] [--dry-run] [--set data=/path]   # a multi-stage recipe
 
 Under ``torchrun --nproc-per-node N training/run_experiment.py ...`` it trains with DistributedDataParallel
 (README, "Scaling out").
@@ -37,12 +38,19 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
         prog="run_experiment.py",
         description="Train a handwritten text-line recognizer (CRNN + CTC); best.pt / last.pt go to a run directory.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="--recipe NAME_OR_PATH runs a multi-stage recipe instead of one experiment, e.g. --recipe bundled "
+               "rebuilds the bundled model (training/recipe.py, docs/recipe.md; --recipe bundled --help for its flags)",
     )
     add_config_arguments(parser, suppress_defaults)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(arg == "--recipe" or arg.startswith("--recipe=") for arg in argv):
+        from training import recipe  # its train stages call this main again, without --recipe
+
+        return recipe.main(argv, train=main)
     args = build_parser().parse_args(argv)
     try:
         config = config_from_args(args, num_classes=Codec().num_classes)
