@@ -7,6 +7,7 @@ from pathlib import Path
 from text_recognizer.codec import Codec
 from text_recognizer.models.config import ModelConfig
 from training.config import DataConfig, ExperimentConfig, OptimConfig, RunConfig
+from training.loggers import Logger
 
 TINY_MODEL = dict(
     height=32, cnn_channels=(8, 16), feature_dim=64, lstm_hidden=64, conv_blocks=1, lstm_layers=1, dropout=0.0
@@ -49,3 +50,14 @@ def tiny_config(
         run=RunConfig(**{"run_dir": str(run_dir), "progress": False, "checkpoint_every": 0, "threads": "2",
                          **(run or {})}),
     )
+
+
+class StopAtStep(Logger):
+    """Interrupts the run after a given step, like Ctrl-C would."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def log_train(self, step, metrics):
+        if step == self.step:
+            raise KeyboardInterrupt

@@ -10,8 +10,7 @@ from training.config import OptimConfig
 from training.ema import WeightAverage
 from training.trainer import fit
 
-from .helpers import tiny_config
-from .test_trainer import StopAtStep
+from .helpers import StopAtStep, tiny_config
 
 
 def small_net() -> torch.nn.Module:

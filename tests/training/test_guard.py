@@ -18,7 +18,8 @@ from training.debug import main as debug_main
 from training.debug import replay
 from training.guard import NonFiniteGuard
 from training.loggers import Logger
-from training.trainer import TrainingError, fit
+from training.run_state import TrainingError
+from training.trainer import fit
 
 from .helpers import tiny_config
 

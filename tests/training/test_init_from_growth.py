@@ -1,5 +1,5 @@
 """``--init-from`` a shallower checkpoint: the new encoder blocks start as the identity, so the grown
-model reads exactly as the checkpoint did before its first step (training/trainer.py,
+model reads exactly as the checkpoint did before its first step (training/checkpointing.py,
 text_recognizer/models/growth.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from text_recognizer.checkpoint import load_checkpoint
-from training.trainer import TrainingError, fit, set_up_run
+from training.run_setup import set_up_run
+from training.run_state import TrainingError
+from training.trainer import fit
 
 from .helpers import tiny_config
 

@@ -19,7 +19,7 @@ from training.objective import compute_loss
 from training.trainer import fit
 from training.wandb_logger import WandbLogger
 
-from .helpers import TINY_FLAGS, tiny_config
+from .helpers import TINY_FLAGS, StopAtStep, tiny_config
 
 BOTH = {"model": {"stochastic_depth": 0.3, "conv_blocks": 2}, "interctc": {"layers": (1, 2), "weights": (0.2, 0.1)}}
 
@@ -110,8 +110,6 @@ def test_compute_loss_composes_the_total():
 
 
 def test_resume_is_exact_with_stochastic_depth(tmp_path):
-    from .test_trainer import StopAtStep
-
     straight = fit(both_config(tmp_path / "a", optim={"max_epochs": 2}, run={"seed": 4}))
     fit(both_config(tmp_path / "b", optim={"max_epochs": 2}, run={"seed": 4}), loggers=[StopAtStep(3)])
     resumed = fit(both_config(tmp_path / "b", optim={"max_epochs": 2}, run={"seed": 4, "resume": True}))

@@ -16,13 +16,14 @@ from PIL import Image, ImageDraw
 
 from text_recognizer.checkpoint import FORMAT_VERSION, load_checkpoint
 from text_recognizer.codec import Codec
+from training.compare_runs import OVERRIDES_FILE
 from training.config import RESUME_OVERRIDE_FLAGS, config_from_args
 from training.loggers import Logger
 from training.run_experiment import build_parser, main
-from training.trainer import OVERRIDES_FILE, TrainingError, fit
+from training.run_state import TrainingError
+from training.trainer import fit
 
-from .helpers import TINY_FLAGS, tiny_config
-from .test_trainer import StopAtStep
+from .helpers import TINY_FLAGS, StopAtStep, tiny_config
 
 V1_RUN = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "v1_run"
 MAX_EPOCHS_2_TO_3 = {"field": "optim.max_epochs", "saved": 2, "given": 3}

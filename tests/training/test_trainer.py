@@ -1,4 +1,4 @@
-"""The training loop: it learns, it checkpoints, and it resumes exactly."""
+"""The training loop: it learns, validates when asked, stops on its budgets, and writes its run directory."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import pytest
 import torch
 
 from text_recognizer.checkpoint import load_checkpoint
-from training.loggers import Logger
-from training.trainer import TrainingError, fit
+from training.trainer import fit
 
-from .helpers import tiny_config
+from .helpers import StopAtStep, tiny_config
 
 
 def test_overfits_one_batch_to_cer_zero(tmp_path):
@@ -23,40 +22,6 @@ def test_overfits_one_batch_to_cer_zero(tmp_path):
     )
     summary = fit(config)
     assert summary["best_val_cer"] == 0.0, summary
-
-
-class StopAtStep(Logger):
-    """Interrupts the run after a given step, like Ctrl-C would."""
-
-    def __init__(self, step: int):
-        self.step = step
-
-    def log_train(self, step, metrics):
-        if step == self.step:
-            raise KeyboardInterrupt
-
-
-# mid-epoch and exactly at an epoch end; Adam's moments and step counts must survive a resume too
-@pytest.mark.parametrize("stop_at, optimizer", [(3, "rmsprop"), (4, "rmsprop"), (3, "adam")])
-def test_resume_continues_exactly(tmp_path, stop_at, optimizer):
-    def config(run_dir, resume=False):
-        return tiny_config(
-            run_dir,
-            model={"dropout": 0.2},
-            optim={"max_epochs": 2, "lr_schedule": "cosine", "warmup_steps": 2, "optimizer": optimizer},
-            run={"resume": resume, "seed": 3},
-        )
-
-    straight = fit(config(tmp_path / "a"))
-    interrupted = fit(config(tmp_path / "b"), loggers=[StopAtStep(stop_at)])
-    assert interrupted["stop_reason"] == "interrupted" and interrupted["steps"] == stop_at
-    resumed = fit(config(tmp_path / "b", resume=True))
-    assert resumed["steps"] == straight["steps"] == 8
-    a = load_checkpoint(tmp_path / "a" / "last.pt").model_state
-    b = load_checkpoint(tmp_path / "b" / "last.pt").model_state
-    for name in a:
-        assert torch.equal(a[name], b[name]), name
-    assert resumed["best_val_cer"] == straight["best_val_cer"]
 
 
 def test_run_directory_layout_and_plain_checkpoints(tmp_path):
@@ -71,17 +36,6 @@ def test_run_directory_layout_and_plain_checkpoints(tmp_path):
     payload = torch.load(run / "best.pt", weights_only=True)
     assert payload["model_config"]["height"] == 32 and "charset" in payload["codec"]
     assert json.loads((run / "summary.json").read_text())["best_val_cer"] == summary["best_val_cer"]
-
-
-def test_refuses_to_overwrite_a_run_without_resume(tmp_path):
-    fit(tiny_config(tmp_path / "run", optim={"max_steps": 1}))
-    with pytest.raises(TrainingError, match="--resume"):
-        fit(tiny_config(tmp_path / "run", optim={"max_steps": 1}))
-
-
-def test_resume_without_a_checkpoint_names_the_file(tmp_path):
-    with pytest.raises(ValueError, match="last.pt"):
-        fit(tiny_config(tmp_path / "missing", run={"resume": True}))
 
 
 def test_max_steps_stops_mid_epoch_and_validates(tmp_path):
