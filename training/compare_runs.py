@@ -36,7 +36,7 @@ IGNORED_KEYS = {
     "data_description",
 }
 
-OVERRIDES_FILE = "config_overrides.jsonl"  # each --resume's changes, written by training/trainer.py
+OVERRIDES_FILE = "config_overrides.jsonl"  # each --resume's changes, written by training/checkpointing.py
 
 
 @dataclass

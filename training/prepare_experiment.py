@@ -36,7 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_EXPERIMENT = Path(__file__).resolve().parent / "run_experiment.py"
-DEFAULT_LOG_ROOT = Path("training") / "logs"  # as training.trainer.LOG_ROOT: relative to the working directory
+DEFAULT_LOG_ROOT = Path("training") / "logs"  # as training.run_setup.LOG_ROOT: relative to the working directory
 _RESERVED = {"name", "group", "run_dir"}  # set by the spec itself, not per-run flags
 
 

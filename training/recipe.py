@@ -50,7 +50,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = Path(__file__).resolve().parent / "recipes"
-DEFAULT_ROOT = Path("training") / "logs"  # as training.trainer.LOG_ROOT: relative to the working directory
+DEFAULT_ROOT = Path("training") / "logs"  # as training.run_setup.LOG_ROOT: relative to the working directory
 STATE_DIR = ".recipe"
 BUILTINS = ("work", "repo")
 

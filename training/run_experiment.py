@@ -29,8 +29,11 @@ from text_recognizer.data.download import DownloadError
 from text_recognizer.data.folder import DatasetFormatError
 from training import distributed
 from training.alphabet import resolve_alphabet, with_alphabet
+from training.checkpointing import saved_config
 from training.config import add_config_arguments, config_from_args, with_flags
-from training.trainer import TrainingError, fit, run_directory, saved_config
+from training.run_setup import run_directory
+from training.run_state import TrainingError
+from training.trainer import fit
 
 
 def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:

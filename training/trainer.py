@@ -39,18 +39,12 @@ from tqdm import tqdm
 from text_recognizer.codec import Codec
 from training import distributed
 from training.checkpointing import save_best, save_last
-from training.checkpointing import saved_config as saved_config  # re-exported: see the note below
 from training.config import ExperimentConfig
 from training.evaluation import EvalResult, validate
 from training.loggers import Logger
-from training.run_setup import run_directory as run_directory  # re-exported: see the note below
 from training.run_setup import set_up_run
 from training.run_state import Run, TrainState
-from training.run_state import TrainingError as TrainingError  # re-exported: see the note below
 from training.step import train_one_step
-
-# The three re-exports keep ``from training.trainer import TrainingError, fit, run_directory, saved_config``
-# in training/run_experiment.py working until that import line names their modules; then they go.
 
 
 def budget_spent(config: ExperimentConfig, state: TrainState) -> str:
