@@ -1,4 +1,4 @@
-"""Recipes (training/recipe.py, ``text-recognizer-train --recipe``): the shipped bundled recipe is consistent and
+"""Recipes (training/recipe*.py, ``text-recognizer-train --recipe``): the shipped bundled recipe is consistent and
 its dry run lists every stage; a tiny recipe (two train stages on the built-in synthetic lines, the second started
 from the first, then their mean) runs end to end through ``run_experiment.main``, a rerun skips what is done, a
 train stage whose run directory holds a ``last.pt`` continues with ``--resume``; malformed recipes are refused."""
@@ -13,7 +13,9 @@ import pytest
 import torch
 
 from text_recognizer.checkpoint import load_checkpoint
-from training.recipe import REPO, RecipeError, load_recipe, plan
+from training.recipe_load import load_recipe
+from training.recipe_plan import plan
+from training.recipe_spec import REPO, RecipeError
 from training.run_experiment import main
 
 from .helpers import TINY_FLAGS
