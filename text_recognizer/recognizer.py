@@ -23,10 +23,7 @@ from text_recognizer.decoding.bundle import LanguageModelError, choose_bundle, d
 from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
 from text_recognizer.decoding.greedy import DecodedLine, ctc_decode
 from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
-from text_recognizer.decoding.readings import (
-    available_readings,
-    bundle_for_readings,
-)
+from text_recognizer.decoding.readings import available_readings, bundle_for_readings
 from text_recognizer.line_batches import LineReader, read_in_batches
 from text_recognizer.stem import preprocess
 
