@@ -27,16 +27,10 @@ from text_recognizer.data.tokenization import detokenize
 from text_recognizer.decoding import calibration as cal
 from text_recognizer.decoding.beam import BeamOptions
 from text_recognizer.decoding.bundle import arpa_text, load_bundle, make_bundle, save_bundle
-from text_recognizer.decoding.decoder import (
-    Geometry,
-    LineDecoder,
-    char_features,
-    line_calibration_features,
-    line_features,
-    word_features,
-)
-from text_recognizer.metrics import cer, line_cer
+from text_recognizer.decoding.decoder import Geometry, LineDecoder, line_features
+from text_recognizer.metrics import cer
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+from training.tune_decoder import calibration_data
 
 OOD = ("stanford_memorials_1905", "gw_washington_1755")
 GEOMETRY = Geometry(16, 4)  # positions are not scored here
@@ -91,36 +85,6 @@ def pyctcdecode_rows(codec: Codec, train_lines: list[str], lps, refs, greedy_s: 
                      "lm_weight": alpha, "word_bonus": beta, "cer": score(refs, hyps), "seconds": seconds,
                      "ratio": seconds / greedy_s})
     return rows
-
-
-def calibration_data(decoder: LineDecoder, paths, lps, refs) -> dict:
-    """Per char / word / line: raw features and outcomes (correct? / 1 - CER)."""
-    out = {"char": ([], []), "word": ([], []), "line": ([], []), "old_line": [], "line_cer": []}
-    for path, lp, ref in zip(paths, lps, refs):
-        raw = line_features(path, lp)
-        text = decoder.codec.decode([c[0] for c in raw["chars"]])
-        char_ok = cal.char_correctness(ref, text)
-        for item, ok in zip(raw["chars"], char_ok):
-            if decoder.codec.charset[item[0] - 1] != " ":
-                out["char"][0].append(char_features(item))
-                out["char"][1].append(float(ok))
-        word_ok = cal.word_correctness(ref, text)
-        word, k = [], 0
-        for item in [*raw["chars"], None]:
-            if item is None or decoder.codec.charset[item[0] - 1] == " ":
-                if word:
-                    out["word"][0].append(word_features(word))
-                    out["word"][1].append(float(word_ok[k]))
-                    k += 1
-                word = []
-            else:
-                word.append(item)
-        e = line_cer(ref, text)
-        out["line"][0].append(line_calibration_features(raw["chars"], raw["mean_best"]))
-        out["line"][1].append(max(0.0, 1.0 - e))
-        out["old_line"].append(float(torch.tensor(raw["mean_best"]).exp()))
-        out["line_cer"].append((ref, text))
-    return out
 
 
 def decile_ratio(confidences: list[float], pairs: list[tuple[str, str]]) -> tuple[float, float, float]:
@@ -279,10 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     ood = {name: load_set(args.cache, name) for name in OOD if (args.cache / f"{name}.pt").is_file()}
     for name in ("greedy", "beam"):
         dec = decoders[name]
-        tune = calibration_data(dec, sub(all_paths[name], "tune"), tune_lps, tune_refs)
+        tune = calibration_data(dec.codec, sub(all_paths[name], "tune"), tune_lps, tune_refs)
         fitted = {level: cal.fit(*tune[level]) for level in ("char", "word", "line")}
         calibrations[name] = fitted
-        held = calibration_data(dec, sub(all_paths[name], "held"), sub(lps, "held"), sub(refs, "held"))
+        held = calibration_data(dec.codec, sub(all_paths[name], "held"), sub(lps, "held"), sub(refs, "held"))
         report += ["", f"### Calibration, {name} (fit on the tuning half, measured on the held-out half)", ""]
         for level in ("char", "word", "line"):
             conf = [cal.apply(fitted[level], f) for f in held[level][0]]
@@ -307,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             o_lps = [lp.float() for lp in data["log_probs"]]
             sets[set_name] = ([dec.path(lp) for lp in o_lps], o_lps, data["natural"])
         for set_name, (paths, s_lps, s_refs) in sets.items():
-            d = calibration_data(dec, paths, s_lps, s_refs)
+            d = calibration_data(dec.codec, paths, s_lps, s_refs)
             # out-of-domain: spaces next to punctuation ignored (both sides detokenised), as in shared/data's README
             pairs = d["line_cer"] if set_name.startswith("IAM") else [(r, detokenize(h)) for r, h in d["line_cer"]]
             new = [cal.apply(fitted["line"], f) for f in d["line"][0]]
