@@ -16,7 +16,7 @@ always works (format 2)::
     decoding        {"output_kind": "ctc" | "per_window", "spacing": "natural" | "as_labelled",
                      "decoder": {...}}      # decoder settings/payloads beyond greedy (e.g. a language model)
     provenance      {"data", "recipe" (the training config), "created", "git_rev", "val_cer", "val_data",
-                     "epoch", "step", "model_version"}
+                     "epoch", "step", "model_version", "parent" (a fine-tuned model's origin)}
     licence         str
     versions        {"package": text_recognizer version, "torch": torch version}  # of the writer
     train_state     {...} (only in last.pt)
@@ -103,6 +103,9 @@ class Provenance:
     epoch: int | None = None
     step: int | None = None
     model_version: str = ""
+    #: the model this one was fine-tuned from (``text-recognizer-train --finetune``): its file, sha256, version,
+    #: data and licence, so a fine-tuned checkpoint's card carries the chain it came from
+    parent: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,7 @@ class Checkpoint:
             "step": p.step,
             "licence": self.licence,
             "version": p.model_version,
+            "parent": p.parent.get("version") or p.parent.get("file") or None,
         }
         return {k: v for k, v in card.items() if v not in (None, "")}
 

@@ -6,6 +6,7 @@
     python training/run_experiment.py --data emnist_lines       # EMNIST Lines (downloads EMNIST once)
     python training/run_experiment.py --help                # every flag, grouped, with defaults
     python training/run_experiment.py --resume --run-dir DIR [--max-minutes N ...]   # continue a run
+    text-recognizer-train --finetune text_recognizer/artifacts/default.pt --data MY_LINES   # adapt (finetune.py)
     text-recognizer-train --recipe bundled [--recipe-dir D] [--dry-run] [--set data=/path]   # a multi-stage recipe
 
 Under ``torchrun --nproc-per-node N training/run_experiment.py ...`` it trains with DistributedDataParallel
@@ -54,31 +55,61 @@ def main(argv: list[str] | None = None) -> int:
         from training import recipe  # its train stages call this main again, without --recipe
 
         return recipe.main(argv, train=main)
+    if any(arg == "--finetune" or arg.startswith("--finetune=") for arg in argv):
+        from training import finetune  # a checked plan, then one experiment through train_planned below
+
+        return finetune.main(argv, train=train_planned)
     args = build_parser().parse_args(argv)
     try:
         config = config_from_args(args, num_classes=Codec().num_classes)
         if config.run.resume:  # the saved configuration, with the flags actually given on the command line
-            given = vars(build_parser(suppress_defaults=True).parse_args(argv))
-            config, codec = with_flags(saved_config(run_directory(config)), given), None  # codec: the checkpoint's
+            config, codec = resumed_config(config, argv), None  # codec: the checkpoint's
         else:
             alphabet = resolve_alphabet(config)  # --charset: built-in, from the labels, or a file
             print(alphabet.summary())
             codec, config = alphabet.codec, with_alphabet(config, alphabet.codec)
-        loggers = []
-        if config.run.wandb and int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 logs
-            from training.wandb_logger import WandbLogger
-
-            loggers.append(
-                WandbLogger(
-                    project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples
-                )
-            )
-        summary = fit(config, loggers=loggers, codec=codec)
+        summary = train_with_loggers(config, codec)
     except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError, DownloadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
         distributed.teardown()
+    return report(summary)
+
+
+def resumed_config(config, argv: list[str]):
+    """The saved configuration of the run to resume, with the flags actually given on the command line."""
+    given = vars(build_parser(suppress_defaults=True).parse_args(argv))
+    return with_flags(saved_config(run_directory(config)), given)
+
+
+def train_planned(config, codec, argv: list[str]) -> dict:
+    """One experiment for ``training/finetune.py``: ``config`` and ``codec`` as planned, or (``config`` None)
+    the run that ``argv``'s ``--resume --run-dir`` names. Errors propagate to the caller."""
+    try:
+        if config is None:
+            config = resumed_config(config_from_args(build_parser().parse_args(argv), Codec().num_classes), argv)
+        summary = train_with_loggers(config, codec)
+    finally:
+        distributed.teardown()
+    report(summary)
+    return summary
+
+
+def train_with_loggers(config, codec) -> dict:
+    """``fit`` with the loggers the configuration asks for (W&B on rank 0)."""
+    loggers = []
+    if config.run.wandb and int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 logs
+        from training.wandb_logger import WandbLogger
+
+        loggers.append(
+            WandbLogger(project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples)
+        )
+    return fit(config, loggers=loggers, codec=codec)
+
+
+def report(summary: dict) -> int:
+    """Print where the model went and its validation CER (rank 0)."""
     if int(os.environ.get("RANK", "0")) != 0:
         return 0
     best = summary["best_val_cer"]
