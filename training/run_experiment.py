@@ -43,7 +43,10 @@ def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
         description="Train a handwritten text-line recognizer (CRNN + CTC); best.pt / last.pt go to a run directory.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         epilog="--recipe NAME_OR_PATH runs a multi-stage recipe instead of one experiment, e.g. --recipe bundled "
-               "rebuilds the bundled model (training/recipe.py, docs/recipe.md; --recipe bundled --help for its flags)",
+               "rebuilds the bundled model (training/recipe.py, docs/recipe.md; --recipe bundled --help for its "
+               "flags); "
+               "--finetune CHECKPOINT --data MY_LINES adapts a model to your lines with small-data defaults "
+               "(training/finetune.py, docs/finetuning.md; --finetune X --help for its flags)",
     )
     add_config_arguments(parser, suppress_defaults)
     return parser
