@@ -3,6 +3,7 @@
 Command line (files, folders, glob patterns; see ``main``)::
 
     python -m text_recognizer.recognizer --checkpoint PATH INPUT... [--format text|jsonl|json] [--batch-size N]
+    python -m text_recognizer.recognizer --page PAGE_IMAGE... [--format json|jsonl|text|page|alto] [--output-dir DIR]
 """
 
 from __future__ import annotations
@@ -163,6 +164,15 @@ class LineRecognizer(LineReader):
         shift = self._view(readings)[1] if is_ctc else 0
         return read_in_batches(lines, image_sizes, self.batch_size, log_probs_of, decode, shift)
 
+    def read_page(self, image: Image.Image | str | Path, segmenter=None, decoder: str | None = None,
+                  readings: int | None = None):
+        """Read a whole page (a PIL image or a path): its lines found, cut out and read, words placed on the
+        page. A short cut to ``text_recognizer.page_reader.PageReader(self, segmenter).read(...)``, which
+        says what comes back (a ``PageResult``) and what is refused."""
+        from text_recognizer.page_reader import PageReader  # the segmenter needs scipy: loaded when used
+
+        return PageReader(self, segmenter).read(image, decoder=decoder, readings=readings)
+
 
 #: More files than this get a progress bar on stderr (with --progress auto).
 PROGRESS_THRESHOLD = 5
@@ -170,18 +180,31 @@ PROGRESS_THRESHOLD = 5
 
 def build_parser() -> argparse.ArgumentParser:
     from text_recognizer.outputs import FORMATS  # CLI modules load here: the library import stays light
+    from text_recognizer.page_formats import XML_FORMATS
+    from text_recognizer.page_reader import MAX_PAGE_PIXELS
 
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
-        description="Read the text of handwritten line images: files, folders or glob patterns ('lines/*.png').",
+        description="Read the text of handwritten line images (or, with --page, of whole pages): files, folders "
+                    "or glob patterns ('lines/*.png').",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
-                        help="image files (one text line each), folders of them, or quoted glob patterns")
+                        help="image files (one text line each; with --page one page each), folders of them, "
+                             "or quoted glob patterns")
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--format", choices=FORMATS, default="text",
+    parser.add_argument("--format", choices=(*FORMATS, *XML_FORMATS), default="text",
                         help="text: FILE<TAB>TEXT per line (only TEXT for a single file); jsonl: one JSON object "
-                             "{image, text, confidence} per line; json: one JSON list at the end")
+                             "{image, text, confidence} per line; json: one JSON list at the end. With --page: "
+                             "json: one JSON list with an object per page {image, width, height, lines, text}; "
+                             "jsonl: that object on one line per page; text: the page's text (under a '==> FILE <==' "
+                             "header when there are several); page / alto: a PAGE-XML 2019 / ALTO 4.4 file per "
+                             "page, <image stem>.xml in --output-dir")
+    parser.add_argument("--page", action="store_true",
+                        help="the inputs are images of whole pages: find the text lines (classical segmenter), "
+                             "read them in order, and give the lines with polygons, baselines, words and text")
+    parser.add_argument("--max-page-pixels", type=_positive_int, default=MAX_PAGE_PIXELS,
+                        help="with --page: larger images are refused (memory stays bounded); scale them down")
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--recursive", action="store_true", help="also read images in subfolders of folder inputs")
     parser.add_argument("--batch-size", type=_positive_int, default=16, help="lines decoded together")
@@ -191,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the inputs are PAGE-XML files (or folders/patterns of them) with their page images: "
                              "every TextLine is cut out by its polygon, recognised, and its TextEquiv set; "
                              "the files are written to --output-dir")
-    parser.add_argument("--output-dir", type=Path, default=None, help="where --page-xml writes the transcribed files")
+    parser.add_argument("--output-dir", type=Path, default=None,
+                        help="where --page-xml writes the transcribed files, and --page --format page|alto its files")
     parser.add_argument("--onnx", type=Path, default=None,
                         help="read with ONNX Runtime from this exported model (training/export_model.py --format onnx; "
                              "needs requirements-onnx.txt) instead of PyTorch and --checkpoint")
@@ -221,6 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.page_xml and args.output_dir is None:
         parser.error("--page-xml needs --output-dir (the input files are never overwritten)")
+    if args.page and args.page_xml:
+        parser.error("--page reads page images; --page-xml transcribes PAGE-XML files: give one of them")
+    if args.format in ("page", "alto") and not args.page:
+        parser.error(f"--format {args.format} writes whole pages: it needs --page")
+    if args.page and args.format in ("page", "alto") and args.output_dir is None:
+        parser.error(f"--format {args.format} writes one file per page: it needs --output-dir")
     resolved = resolve_inputs(args.inputs, recursive=args.recursive,
                               suffixes=frozenset({".xml"}) if args.page_xml else None)
     failures = 0
@@ -243,6 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = resolved.files
     if args.page_xml:
         return 1 if _transcribe_pages(recognizer, files, args.output_dir) + failures else 0
+    if args.page:
+        fmt = "json" if args.json else args.format
+        status = _read_pages(recognizer, files, fmt, args.output_dir, args.max_page_pixels, args.progress)
+        return 2 if status == 2 else (1 if status or failures else 0)
     single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
     writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
     show = args.progress == "always" or (args.progress == "auto" and len(files) > PROGRESS_THRESHOLD)
@@ -277,14 +311,85 @@ class _NoBar:
         print(text, file=file or sys.stderr)
 
 
-def _progress_bar(total: int, show: bool):
+def _progress_bar(total: int, show: bool, unit: str = "line"):
     if show:
         try:
             from tqdm import tqdm
         except ImportError:
             return _NoBar()
-        return tqdm(total=total, unit="line", file=sys.stderr, dynamic_ncols=True)
+        return tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True)
     return _NoBar()
+
+
+def _read_pages(recognizer, files: list[Path], fmt: str, output_dir: Path | None, max_pixels: int,
+                progress: str) -> int:
+    """``--page``: read each page image and print it (json, jsonl, text) or write ``<stem>.xml`` into
+    ``output_dir`` (page, alto). A page that cannot be read is an ``error:`` on stderr and the others go on;
+    a line that cannot be cut or read is a ``warning:`` (it is reported in its line). Returns 0 when every
+    page was read, 1 when some were not, 2 when pages cannot be read at all (no segmenter, no lxml)."""
+    import json
+
+    from text_recognizer.page_formats import XML_FORMATS, lxml_etree, render, write_xml
+    from text_recognizer.page_reader import PageReader
+
+    try:
+        reader = PageReader(recognizer, max_pixels=max_pixels)
+        if fmt in XML_FORMATS:
+            lxml_etree()  # lxml is there, before any page is read
+    except ImportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    targets = [output_dir / f"{path.stem}.xml" for path in files] if output_dir is not None else []
+    collected: list[dict] = []
+    failures = 0
+    show = progress == "always" or (progress == "auto" and len(files) > PROGRESS_THRESHOLD)
+    with _progress_bar(len(files), show, unit="page") as bar:
+        for number, path in enumerate(files):
+            problem = _xml_target_problem(path, targets, number) if fmt in XML_FORMATS else None
+            if problem is not None:
+                bar.write(f"error: {path}: {problem}", file=sys.stderr)
+                failures += 1
+                bar.update()
+                continue
+            try:
+                result = reader.read(path)
+            except (ValueError, OSError) as error:
+                message = str(error)
+                bar.write(f"error: {message if str(path) in message else f'{path}: {message}'}", file=sys.stderr)
+                failures += 1
+                bar.update()
+                continue
+            for line in result.lines:
+                if line.error is not None:
+                    bar.write(f"warning: {path}#{line.id}: {line.error}", file=sys.stderr)
+            if fmt == "json":
+                collected.append(result.to_dict())
+            elif fmt == "jsonl":
+                print(render(result, "jsonl"), flush=True)
+            elif fmt == "text":
+                if len(files) > 1:
+                    print(f"==> {path} <==" if number == 0 else f"\n==> {path} <==")
+                print(result.text, flush=True)
+            else:
+                target = write_xml(result, fmt, targets[number])
+                print(f"{path} -> {target} ({len(result.lines)} lines)", flush=True)
+            bar.update()
+    if fmt == "json":
+        print(json.dumps(collected, indent=2, ensure_ascii=False))
+    if failures:
+        print(f"{failures} page(s) could not be read; {len(files) - failures} of {len(files)} were", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _xml_target_problem(path: Path, targets: list[Path], number: int) -> str | None:
+    """Why ``--page --format page|alto`` must not write ``targets[number]`` for the image ``path``, or ``None``."""
+    target = targets[number]
+    if targets.count(target) > 1:
+        return f"several inputs are named {path.stem}.*; their {target.name} would overwrite each other: " \
+               "read them one folder at a time"
+    if target.exists() and target.parent.resolve() == path.parent.resolve():
+        return f"{target} is already there beside the image (its ground truth?); choose another --output-dir"
+    return None
 
 
 def _transcribe_pages(recognizer, files: list[Path], output_dir: Path) -> int:

@@ -5,12 +5,17 @@ descenders; its bounding box also holds pieces of the neighbouring lines. We kee
 the polygon and paint the rest white paper, then rotate the line so its baseline is horizontal (the
 model was trained on level lines). The page is read through the shared stem's ``to_grayscale``,
 so every image mode works and the result is an 8-bit greyscale line, dark ink on white.
+
+``cut_line_framed`` also returns the cut's ``LineFrame``, which maps a point of the cut line back to
+the page (the crop's offset and, for a levelled line, the rotation undone), so positions read in the
+line (word boxes) can be drawn on the page.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -68,6 +73,35 @@ def page_gray(page: Image.Image) -> np.ndarray:
     return to_grayscale(page)
 
 
+@dataclass(frozen=True)
+class LineFrame:
+    """How a cut line sits on its page: ``to_page`` maps a point ``(x, y)`` of the cut line (continuous
+    pixel coordinates: pixel ``i`` spans ``[i, i + 1)``) to the page's pixels.
+
+    The cut is the polygon's bounding box at ``(left, top)`` of the page; a levelled line was then
+    rotated by ``angle`` degrees about the box's centre (PIL's ``rotate(expand=True)``, giving a
+    ``rotated_size`` image) and cropped at ``offset`` of that image to the polygon's extent.
+    """
+
+    left: float
+    top: float
+    box_size: tuple[int, int]  # (width, height) of the unrotated box
+    angle: float = 0.0
+    rotated_size: tuple[int, int] | None = None
+    offset: tuple[float, float] = (0.0, 0.0)
+
+    def to_page(self, x: float, y: float) -> tuple[float, float]:
+        x, y = x + self.offset[0], y + self.offset[1]
+        if self.angle and self.rotated_size is not None:
+            # PIL's inverse map for rotate(angle, expand=True): box = R (p - rotated centre) + box centre
+            theta = -math.radians(self.angle)
+            cos, sin = math.cos(theta), math.sin(theta)
+            dx, dy = x - self.rotated_size[0] / 2, y - self.rotated_size[1] / 2
+            x = cos * dx + sin * dy + self.box_size[0] / 2
+            y = -sin * dx + cos * dy + self.box_size[1] / 2
+        return self.left + x, self.top + y
+
+
 def cut_line(page: Image.Image | np.ndarray, polygon: Sequence[Point], baseline: Sequence[Point] | None = None,
              deskew: bool = True) -> Image.Image:
     """The line inside ``polygon`` as an ``L`` image, white outside the polygon, levelled by ``baseline``.
@@ -75,6 +109,12 @@ def cut_line(page: Image.Image | np.ndarray, polygon: Sequence[Point], baseline:
     ``page`` is a PIL image or the array from :func:`page_gray` (pass the array when cutting many
     lines from one page). Raises ``ValueError`` for a polygon that cannot be cut.
     """
+    return cut_line_framed(page, polygon, baseline, deskew)[0]
+
+
+def cut_line_framed(page: Image.Image | np.ndarray, polygon: Sequence[Point], baseline: Sequence[Point] | None = None,
+                    deskew: bool = True) -> tuple[Image.Image, LineFrame]:
+    """:func:`cut_line`, and the ``LineFrame`` that maps the cut line's pixels back to the page's."""
     gray = page if isinstance(page, np.ndarray) else page_gray(page)
     if gray.ndim != 2:
         raise ValueError(f"page must be a 2-D luminance array, got shape {gray.shape}")
@@ -91,10 +131,13 @@ def cut_line(page: Image.Image | np.ndarray, polygon: Sequence[Point], baseline:
     if not inside.any():
         raise ValueError("polygon covers no pixel of the image")
     line = np.where(inside, gray[y0:y1, x0:x1], np.float32(1.0)).astype(np.float32)
+    frame = LineFrame(float(x0), float(y0), mask.size)
     angle = baseline_angle(baseline) if deskew else 0.0
     if abs(angle) >= MIN_DESKEW_DEGREES:
         # PIL rotates counter-clockwise as displayed; a baseline falling to the right needs exactly that.
         rotated = Image.fromarray(line, mode="F").rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=1.0)
         box = mask.rotate(angle, Image.Resampling.NEAREST, expand=True, fillcolor=0).getbbox()
         line = np.asarray(rotated.crop(box) if box else rotated, dtype=np.float32)
-    return Image.fromarray(np.clip(np.rint(line * 255.0), 0, 255).astype(np.uint8), mode="L")
+        frame = LineFrame(float(x0), float(y0), mask.size, angle, rotated.size,
+                          (float(box[0]), float(box[1])) if box else (0.0, 0.0))
+    return Image.fromarray(np.clip(np.rint(line * 255.0), 0, 255).astype(np.uint8), mode="L"), frame

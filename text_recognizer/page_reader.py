@@ -1,0 +1,262 @@
+"""Read a whole page: find its text lines, cut each one out, read them together, put every word back on the page.
+
+Why one module: the CLI (``python -m text_recognizer.recognizer --page``), the API and the evaluation
+all read pages, and they must agree on what a page result is. ``PageReader(recognizer).read(image)``
+is that one call (``LineRecognizer.read_page`` is a short cut to it):
+
+1. the page is opened (a path: its size is read from the header first, and a page of more than
+   ``max_pixels`` pixels is refused with a ``ValueError`` before a pixel is decoded);
+2. the segmenter finds the text lines, each with a polygon and a baseline in page pixels, in reading
+   order (default: ``text_recognizer.segmentation.classical.segment_page``, which needs scipy: the
+   ``page`` extra);
+3. every line is cut out by its polygon and levelled by its baseline with the same cutter as
+   ``--page-xml`` and training (``text_recognizer.data.linecut``), and all lines of the page are read
+   in width-sorted batches by the recognizer (greedy or beam, one or three readings, as it is set up);
+4. each word's span in its cut line (x from the decoder; y from the rows of ink under it) becomes a
+   four-point polygon on the page through the cut's ``LineFrame`` (the crop offset and the levelling
+   rotation undone).
+
+A line that cannot be cut or read is kept with an ``error`` (and no text); it never fails the page.
+A page without writing (blank paper, a photo of a wall, a 1x1 image) gives zero lines.
+
+Memory: at most ``max_pixels`` (default 50 million: an A4 page at 600 dpi is 35 million) decoded
+pixels, then grey copies of the page (4 bytes a pixel; the segmenter's is freed once it has scaled
+the page down to a long side of 1,200 px) beside the decoded image (1-4 bytes a pixel): about 600 MB
+at the limit, 250 MB for a 20-megapixel photo. The lines are cut from the full-resolution page.
+Larger images are refused, not downscaled: say ``max_pixels=`` (CLI ``--max-page-pixels``) to allow
+them, or scale them down first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from text_recognizer.data.folder import image_size, open_image
+from text_recognizer.data.linecut import LineFrame, cut_line_framed, page_gray
+from text_recognizer.stem import oriented_size
+
+#: Pages with more pixels than this are refused (``PageReader(max_pixels=...)`` changes it).
+MAX_PAGE_PIXELS = 50_000_000
+
+Point = tuple[float, float]
+#: A page (PIL image) -> its lines in reading order; each has ``polygon`` and ``baseline`` in page pixels.
+Segmenter = Callable[[Image.Image], Sequence[Any]]
+
+
+def _points(points: Sequence[Point]) -> list[list[float]]:
+    return [[round(float(x), 1), round(float(y), 1)] for x, y in points]
+
+
+@dataclass(frozen=True)
+class PageWord:
+    """A word read on a page: its text, confidence in [0, 1] and a four-point polygon in page pixels
+    (the word's corners on its line: top left, top right, bottom right, bottom left)."""
+
+    text: str
+    confidence: float
+    polygon: tuple[Point, ...]
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """``(left, top, right, bottom)`` of the polygon."""
+        xs, ys = [p[0] for p in self.polygon], [p[1] for p in self.polygon]
+        return min(xs), min(ys), max(xs), max(ys)
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "confidence": round(self.confidence, 4), "polygon": _points(self.polygon)}
+
+
+@dataclass(frozen=True)
+class PageLine:
+    """A found line: ``id``, polygon and baseline in page pixels, the text read in it with its confidence
+    and words, or ``error`` (and no text, confidence ``None``) when it could not be cut or read."""
+
+    id: str
+    polygon: tuple[Point, ...]
+    baseline: tuple[Point, ...]
+    text: str = ""
+    confidence: float | None = None
+    words: tuple[PageWord, ...] = ()
+    error: str | None = None
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """``(left, top, right, bottom)`` of the polygon."""
+        xs, ys = [p[0] for p in self.polygon], [p[1] for p in self.polygon]
+        return min(xs), min(ys), max(xs), max(ys)
+
+    def to_dict(self) -> dict:
+        """``{id, polygon, baseline, text, confidence, words}`` (plain JSON types), and ``error`` if any."""
+        record = {"id": self.id, "polygon": _points(self.polygon), "baseline": _points(self.baseline),
+                  "text": self.text,
+                  "confidence": None if self.confidence is None else round(self.confidence, 4),
+                  "words": [word.to_dict() for word in self.words]}
+        if self.error is not None:
+            record["error"] = self.error
+        return record
+
+
+@dataclass(frozen=True)
+class PageResult:
+    """A read page: ``image`` (the path as given, or a name), its size in pixels (after EXIF
+    orientation: the pixels every polygon is in) and its lines in reading order."""
+
+    image: str
+    width: int
+    height: int
+    lines: tuple[PageLine, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The texts of the lines that were read, in reading order, joined by line breaks."""
+        return "\n".join(line.text for line in self.lines if line.error is None)
+
+    def to_dict(self) -> dict:
+        """``{image, width, height, lines: [...], text}``: the page's JSON object."""
+        return {"image": self.image, "width": self.width, "height": self.height,
+                "lines": [line.to_dict() for line in self.lines], "text": self.text}
+
+
+def default_segmenter() -> Segmenter:
+    """The classical segmenter (``text_recognizer.segmentation.classical``); it needs scipy."""
+    try:
+        from text_recognizer.segmentation.classical import segment_page
+    except ImportError as error:
+        raise ImportError(f"reading pages needs scipy ({error}); install it with: "
+                          "pip install 'text-recognizer[page]'") from error
+    return segment_page
+
+
+class PageReader:
+    """``read(image)`` -> ``PageResult`` with a line recognizer (``LineRecognizer`` or ``OnnxLineRecognizer``:
+    anything with ``preprocess`` and ``predict_tensors(lines, image_sizes)``) and a segmenter
+    (default: ``default_segmenter()``).
+
+    ``max_pixels``: larger pages are refused with a ``ValueError`` (see the module's docstring).
+    """
+
+    def __init__(self, recognizer, segmenter: Segmenter | None = None, max_pixels: int = MAX_PAGE_PIXELS):
+        if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels < 1:
+            raise ValueError(f"max_pixels must be a positive integer, got {max_pixels!r}")
+        self.recognizer = recognizer
+        self.segmenter = segmenter if segmenter is not None else default_segmenter()
+        self.max_pixels = max_pixels
+
+    def open(self, image: Image.Image | str | Path) -> tuple[Image.Image, str]:
+        """The page as a decoded PIL image and its name; ``ValueError`` for an unreadable or too large one."""
+        if isinstance(image, Image.Image):
+            self._check_size(image.size, "image")
+            return image, str(getattr(image, "filename", "") or "image")
+        path = Path(image)
+        self._check_size(image_size(path), str(image))  # the header only: nothing decoded yet
+        return open_image(path), str(image)
+
+    def _check_size(self, size: tuple[int, int], name: str) -> None:
+        width, height = size
+        if width * height > self.max_pixels:
+            raise ValueError(f"{name}: {width}x{height} = {width * height:,} pixels is more than the page limit of "
+                             f"{self.max_pixels:,} pixels; scale it down (300 dpi is plenty) or raise the limit "
+                             "(--max-page-pixels, PageReader(max_pixels=...))")
+
+    def read(self, image: Image.Image | str | Path, decoder: str | None = None, readings: int | None = None,
+             name: str | None = None) -> PageResult:
+        """Read the page ``image`` (a PIL image or a path); see the module's docstring.
+
+        ``name`` is the result's ``image`` (default: the path as given, or a PIL image's file name).
+
+        ``decoder`` (``"greedy"``/``"beam"``) and ``readings`` (1 or 3) override the recognizer's own for
+        this page (``LineRecognizer`` only). Raises ``ValueError`` for an image that cannot be opened or is
+        too large; problems with single lines are reported in those lines.
+        """
+        page, opened_as = self.open(image)
+        name = opened_as if name is None else name
+        width, height = oriented_size(page)
+        found = list(self.segmenter(page))
+        if not found:
+            return PageResult(name, width, height)
+        gray = page_gray(page)  # (H, W) in [0, 1], EXIF orientation applied: the segmenter's pixels too
+        lines: list[PageLine] = []
+        cuts: list[tuple[int, Image.Image, LineFrame]] = []  # (index in lines, cut line, its frame)
+        for number, item in enumerate(found, start=1):
+            polygon = tuple((float(x), float(y)) for x, y in item.polygon)
+            baseline = tuple((float(x), float(y)) for x, y in item.baseline)
+            line = PageLine(f"line_{number}", polygon, baseline)
+            try:
+                crop, frame = cut_line_framed(gray, polygon, baseline)
+            except ValueError as error:
+                line = PageLine(line.id, polygon, baseline, error=f"cannot cut the line: {error}")
+            else:
+                cuts.append((len(lines), crop, frame))
+            lines.append(line)
+        for index, decoded, problem in self._read_cuts([crop for _, crop, _ in cuts], decoder, readings):
+            at, crop, frame = cuts[index]
+            line = lines[at]
+            if problem is not None:
+                lines[at] = PageLine(line.id, line.polygon, line.baseline, error=f"cannot read the line: {problem}")
+                continue
+            ink = _ink(crop)
+            words = tuple(_page_word(word, ink, frame, (width, height)) for word in decoded.words)
+            lines[at] = PageLine(line.id, line.polygon, line.baseline, decoded.text, float(decoded.confidence), words)
+        return PageResult(name, width, height, tuple(lines))
+
+    def _read_cuts(self, crops: list[Image.Image], decoder: str | None, readings: int | None):
+        """Yield ``(index, decoded line or None, problem or None)`` for every cut line: all together in
+        width-sorted batches, or one by one (to find the culprit) if reading them together fails."""
+        options = {key: value for key, value in (("decoder", decoder), ("readings", readings)) if value is not None}
+        tensors: dict[int, Any] = {}
+        for index, crop in enumerate(crops):
+            try:
+                tensors[index] = self.recognizer.preprocess(crop)
+            except ValueError as error:
+                yield index, None, str(error)
+        order = sorted(tensors)
+        if not order:
+            return
+        try:
+            # positions come back in each cut line's own pixels (its size given)
+            decoded = self.recognizer.predict_tensors([tensors[i] for i in order], [crops[i].size for i in order],
+                                                      **options)
+        except ValueError:
+            raise  # a bad decoder or readings option: the caller's mistake, not the lines'
+        except Exception:  # noqa: BLE001 - one bad line must not fail the page: read them one by one
+            for index in order:
+                try:
+                    line = self.recognizer.predict_tensors([tensors[index]], [crops[index].size], **options)[0]
+                except Exception as error:  # noqa: BLE001 - reported in the line
+                    yield index, None, f"{type(error).__name__}: {error}"
+                else:
+                    yield index, line, None
+            return
+        for index, line in zip(order, decoded):
+            yield index, line, None
+
+
+def _ink(crop: Image.Image) -> np.ndarray:
+    """``(h, w)`` bool: the cut line's pixels darker than half way from its paper (median) to its ink (1st
+    percentile), so dim photos and grey paper work too."""
+    pixels = np.asarray(crop, dtype=np.float32)  # (h, w) 0-255
+    paper, ink = np.percentile(pixels, [50, 1])
+    return pixels < (paper + ink) / 2 if paper - ink > 16 else np.zeros(pixels.shape, dtype=bool)
+
+
+def _page_word(word, ink: np.ndarray, frame: LineFrame, page_size: tuple[int, int]) -> PageWord:
+    """A decoded word (``start``/``end`` in x pixels of the cut line) as a polygon on the page: its top and
+    bottom are those of the ink (``_ink``) in its columns (the whole line's height if it has none)."""
+    height, width = ink.shape
+    start, end = max(0.0, float(word.start)), min(float(width), float(word.end))
+    if end <= start:
+        start, end = min(start, float(width)), min(float(width), start + 1.0)
+    columns = ink[:, int(math.floor(start)) : max(int(math.ceil(end)), int(math.floor(start)) + 1)]
+    rows = np.flatnonzero(columns.any(1))
+    top, bottom = (float(rows[0]), float(rows[-1] + 1)) if len(rows) else (0.0, float(height))
+    page_width, page_height = page_size
+    corners = [frame.to_page(x, y) for x, y in ((start, top), (end, top), (end, bottom), (start, bottom))]
+    polygon = tuple((min(max(x, 0.0), float(page_width)), min(max(y, 0.0), float(page_height))) for x, y in corners)
+    return PageWord(word.text, float(word.confidence), polygon)
