@@ -48,7 +48,8 @@ def create_app(settings: Settings | None = None, load: Callable[[Settings], Serv
         title="Handwritten text-line recognizer",
         version=__version__,
         lifespan=lifespan,
-        description="POST an image of one handwritten text line, get its text back. CRNN + CTC; see docs/api.md.",
+        description="POST an image of one handwritten text line, or of a whole page, get its text back (a page: its "
+        "lines with polygons, as JSON, PAGE-XML or ALTO). CRNN + CTC; see docs/api.md.",
         docs_url=None,  # /docs is served from the installed swagger-ui-bundle (routes/pages.py), not a CDN
     )
     app.state.settings, app.state.metrics, app.state.model = settings, Metrics(), ModelState()

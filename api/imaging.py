@@ -73,8 +73,10 @@ def upright_size(image: Image.Image) -> tuple[int, int]:
     return (image.height, image.width) if orientation in (5, 6, 7, 8) else (image.width, image.height)
 
 
-def decode_image(data: bytes, *, max_pixels: int, max_side: int, what: str = "image") -> Image.Image:
-    """Untrusted bytes -> a fully loaded PIL image within the limits, or ``APIError``."""
+def decode_image(data: bytes, *, max_pixels: int, max_side: int, what: str = "image",
+                 kind: str = "text line") -> Image.Image:
+    """Untrusted bytes -> a fully loaded PIL image within the limits, or ``APIError``; ``kind`` names what
+    the image should be (a text line, a page) in the messages."""
     if not data:
         raise APIError(400, "empty_file", f"{what}: the file is empty (0 bytes)")
     try:
@@ -93,13 +95,13 @@ def decode_image(data: bytes, *, max_pixels: int, max_side: int, what: str = "im
             413,
             "image_too_large",
             f"{what}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels} pixels "
-            "for a text line",
+            f"for a {kind}",
         )
     if max(width, height) > max_side:
         raise APIError(
             413,
             "image_too_large",
-            f"{what}: {width}x{height} has a side longer than the limit of {max_side} pixels for a text line",
+            f"{what}: {width}x{height} has a side longer than the limit of {max_side} pixels for a {kind}",
         )
     try:
         image.load()

@@ -1,24 +1,53 @@
 """Running recognition jobs: queue for a slot in the inference pool, then, in a worker thread,
 decode each image and run the stem (a bad image fails alone, as a per-item error) and one padded
-forward pass over the good ones."""
+forward pass over the good ones; or, for a page (``read_page``), decode it, find its lines and read
+them with ``text_recognizer.page_reader.PageReader``."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
+from typing import TypeVar
 
 import torch
 from fastapi import Request
 
 from api.errors import APIError
 from api.imaging import decode_image, upright_size
+from api.logs import service_logger
 from api.serving import ImageInput, Serving
+from text_recognizer.page_formats import page_json, render
+from text_recognizer.page_reader import PageReader, default_segmenter
+
+T = TypeVar("T")
+logger = service_logger()
 
 
 async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], decoder: str | None = None,
                   readings: int | None = None) -> dict:
     """Queue for a pool slot (503 ``overloaded`` past ``max_queue``), then recognise in a thread."""
+    metrics = request.app.state.metrics
+    queue_s, result = await run_in_pool(request, serving, recognise, serving, inputs, decoder, readings)
+    metrics.inference.observe(result["inference_s"])
+    metrics.preprocess.observe(result["preprocess_s"])
+    metrics.images.inc(sum(item["prediction"] is not None for item in result["items"]))
+    request.state.image_sizes = [
+        (p["image_width"], p["image_height"]) for p in (item["prediction"] for item in result["items"]) if p is not None
+    ]
+    return {
+        **result,
+        "queue_ms": ms(queue_s),
+        "inference_ms": ms(result["inference_s"]),
+        "preprocess_ms": ms(result["preprocess_s"]),
+    }
+
+
+async def run_in_pool(request: Request, serving: Serving, job: Callable[..., T], *args) -> tuple[float, T]:
+    """Queue for a slot in the inference pool (503 ``overloaded`` once ``max_queue`` requests wait), then run
+    ``job(*args)`` in a worker thread, off the event loop: ``(seconds queued, its result)``. Every route that
+    runs the model goes through here, so lines, batches and pages share the same workers and limits."""
     metrics = request.app.state.metrics
     if serving.waiting >= serving.settings.max_queue:
         raise APIError(
@@ -37,23 +66,10 @@ async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], 
         metrics.queue.dec()
     try:
         queue_s = time.perf_counter() - queued
-        result = await asyncio.get_running_loop().run_in_executor(
-            serving.executor, recognise, serving, inputs, decoder, readings
-        )
+        result = await asyncio.get_running_loop().run_in_executor(serving.executor, job, *args)
     finally:
         serving.semaphore.release()
-    metrics.inference.observe(result["inference_s"])
-    metrics.preprocess.observe(result["preprocess_s"])
-    metrics.images.inc(sum(item["prediction"] is not None for item in result["items"]))
-    request.state.image_sizes = [
-        (p["image_width"], p["image_height"]) for p in (item["prediction"] for item in result["items"]) if p is not None
-    ]
-    return {
-        **result,
-        "queue_ms": ms(queue_s),
-        "inference_ms": ms(result["inference_s"]),
-        "preprocess_ms": ms(result["preprocess_s"]),
-    }
+    return queue_s, result
 
 
 def recognise(serving: Serving, inputs: list[ImageInput], decoder: str | None = None,
@@ -132,3 +148,71 @@ def _line(line, size: tuple[int, int]) -> dict:
 
 def ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
+
+
+def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, fmt: str) -> dict:
+    """Runs in a worker thread: decode the page within the API's limits, read it (``PageReader``: find the
+    lines, cut them, read them in width-sorted batches) and render it in ``fmt`` (json: the page's dict;
+    page/alto: the XML bytes). Lines that cannot be cut or read carry their ``error``; the page does not fail."""
+    s = serving.settings
+    t0 = time.perf_counter()
+    image = decode_image(item.data or b"", max_pixels=s.max_pixels, max_side=s.max_side, what=item.what, kind="page")
+    t1 = time.perf_counter()
+    segmenting = [0.0]
+    try:
+        segment = default_segmenter()
+    except ImportError as error:
+        image.close()
+        raise APIError(501, "pages_unavailable", f"this server cannot read pages: {error}") from None
+
+    def timed_segment(page):
+        start = time.perf_counter()
+        try:
+            return segment(page)
+        finally:
+            segmenting[0] += time.perf_counter() - start
+
+    # the API's pixel limit (checked above, before decoding) is the page limit here too
+    reader = PageReader(serving.recognizer, segmenter=timed_segment, max_pixels=s.max_pixels)
+    try:
+        result = reader.read(image, decoder=decoder, readings=readings, name=item.filename or "image")
+    except Exception as error:  # exotic modes, broken EXIF, ...: this image, not the server
+        logger.warning("cannot read %s as a page: %s: %s", item.what, type(error).__name__, error)
+        raise APIError(
+            400, "unprocessable_image",
+            f"{item.what}: cannot read this {image.format} image (mode {image.mode}) as a page: {error}",
+        ) from None
+    finally:
+        image.close()
+    t2 = time.perf_counter()
+    try:
+        body = page_json(result) if fmt == "json" else render(result, fmt)
+    except ImportError as error:
+        raise APIError(501, "format_unavailable", f"this server cannot write {fmt}: {error}") from None
+    return {
+        "body": body,
+        "size": (result.width, result.height),
+        "lines": len(result.lines),
+        "read": sum(line.error is None for line in result.lines),
+        "preprocess_s": t1 - t0,
+        "segment_s": segmenting[0],
+        "inference_s": t2 - t1 - segmenting[0],
+    }
+
+
+async def run_page_job(request: Request, serving: Serving, item: ImageInput, decoder: str, readings: int,
+                       fmt: str) -> dict:
+    """``read_page`` in the inference pool, with the metrics and access-log fields the line routes record."""
+    metrics = request.app.state.metrics
+    queue_s, result = await run_in_pool(request, serving, read_page, serving, item, decoder, readings, fmt)
+    metrics.inference.observe(result["segment_s"] + result["inference_s"])
+    metrics.preprocess.observe(result["preprocess_s"])
+    metrics.images.inc()
+    request.state.image_sizes = [result["size"]]
+    return {
+        **result,
+        "queue_ms": ms(queue_s),
+        "preprocess_ms": ms(result["preprocess_s"]),
+        "segment_ms": ms(result["segment_s"]),
+        "inference_ms": ms(result["inference_s"]),
+    }

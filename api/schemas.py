@@ -162,3 +162,72 @@ class Readiness(BaseModel):
 class ErrorResponse(BaseModel):
     error: str = Field(description="machine-readable error code", examples=["not_an_image"])
     detail: str = Field(description="what was wrong, for people")
+
+
+Points = list[list[float]]
+
+
+class PageWord(BaseModel):
+    text: str
+    confidence: float = Field(ge=0.0, le=1.0, description="the decoder's confidence in this word")
+    polygon: Points = Field(description="the word's four corners [[x, y], ...] in page pixels: top left, top right, "
+                            "bottom right, bottom left (on a sloping line the box slopes with it)")
+
+
+class PageLine(BaseModel):
+    id: str = Field(description="line_1, line_2, ... in reading order", examples=["line_1"])
+    polygon: Points = Field(description="the line's outline [[x, y], ...] in page pixels")
+    baseline: Points = Field(description="the line's baseline [[x, y], ...] from left to right, in page pixels")
+    text: str = Field(description="the text read in the line; empty when `error` is set")
+    confidence: float | None = Field(ge=0.0, le=1.0, description="the line's confidence; null when `error` is set")
+    words: list[PageWord] = Field(description="the line's words with their confidences and polygons")
+    error: str | None = Field(default=None, description="why this line could not be cut or read (the page is "
+                              "still answered; the other lines are read); null when it was read")
+
+
+class PagePrediction(BaseModel):
+    image: str = Field(description="the uploaded file's name (multipart), else \"image\"")
+    width: int = Field(description="page width in pixels after EXIF orientation: the pixels every polygon is in")
+    height: int = Field(description="page height in pixels after EXIF orientation")
+    lines: list[PageLine] = Field(description="the lines found, in reading order (empty for a page without writing)")
+    text: str = Field(description="the texts of the lines that were read, in reading order, joined by \\n")
+    model_version: str = Field(description="the checkpoint's version (see /v1/model)")
+    elapsed_ms: float = Field(description="server time for the whole request, from its first byte to the response")
+    segment_ms: float = Field(description="time finding the lines")
+    inference_ms: float = Field(description="time cutting the lines out and reading them (model and decoding)")
+    preprocess_ms: float = Field(description="time decoding the image")
+    queue_ms: float = Field(description="time waiting for a free inference worker")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "image": "letter.jpg",
+                    "width": 1400,
+                    "height": 620,
+                    "lines": [
+                        {
+                            "id": "line_1",
+                            "polygon": [[78.0, 60.0], [470.0, 60.0], [470.0, 118.0], [78.0, 118.0]],
+                            "baseline": [[78.0, 104.0], [470.0, 104.0]],
+                            "text": "hello world",
+                            "confidence": 0.93,
+                            "words": [
+                                {"text": "hello", "confidence": 0.97,
+                                 "polygon": [[84.0, 66.0], [250.0, 66.0], [250.0, 112.0], [84.0, 112.0]]},
+                                {"text": "world", "confidence": 0.41,
+                                 "polygon": [[276.0, 64.0], [462.0, 64.0], [462.0, 114.0], [276.0, 114.0]]},
+                            ],
+                        }
+                    ],
+                    "text": "hello world",
+                    "model_version": "crnn-iam-2026.12.05b",
+                    "elapsed_ms": 412.5,
+                    "segment_ms": 96.3,
+                    "inference_ms": 288.1,
+                    "preprocess_ms": 11.0,
+                    "queue_ms": 0.02,
+                }
+            ]
+        }
+    )

@@ -1,4 +1,5 @@
-"""The web page, Swagger UI from the locally installed swagger-ui-bundle (no CDN), and Prometheus metrics."""
+"""The web pages (one line at ``/``, a whole page at ``/page``), Swagger UI from the locally installed
+swagger-ui-bundle (no CDN), and Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ router = APIRouter(include_in_schema=False)
 @router.get("/")
 async def index() -> FileResponse:
     return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
+
+
+@router.get("/page")
+async def page_reader() -> FileResponse:
+    """The page reader: upload a page, see its lines drawn over it and their text."""
+    return FileResponse(STATIC / "page.html", headers=_PAGE_HEADERS)
 
 
 @router.get("/docs")

@@ -1,4 +1,4 @@
-"""Recognition routes: one line, or a batch with one result (or error) per image.
+"""Recognition routes: one line, a batch with one result (or error) per image, or a whole page.
 
 The app puts its access-control dependencies (API keys, rate limit; see ``api/security.py``) in
 front of this router when they are configured. Decoder options (``decoder=``, ``readings=``) belong here too.
@@ -9,10 +9,11 @@ from __future__ import annotations
 import time
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 
 from api.errors import APIError
 from api.imaging import ALLOWED_TEXT
-from api.inference import ms, run_job
+from api.inference import ms, run_job, run_page_job
 from api.inputs import batch_images, single_image
 from api.middleware import START_KEY
 from api.schemas import (
@@ -22,6 +23,7 @@ from api.schemas import (
     BatchItem,
     BatchPrediction,
     ErrorResponse,
+    PagePrediction,
     Prediction,
 )
 from api.serving import ServingDep
@@ -197,3 +199,82 @@ async def predict_batch(
 
 def _elapsed(request: Request) -> float:
     return ms(time.perf_counter() - request.scope.get(START_KEY, time.perf_counter()))
+
+
+PAGE_FORMATS = ("json", "page", "alto")
+_FORMAT_HELP = ("json (default): the page with its lines, polygons, words and timings; page: PAGE-XML 2019-07-15; "
+                "alto: ALTO 4.4 (both application/xml, valid against their schemas)")
+_PAGE_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "format": "binary",
+                             "description": f"a photo or scan of a handwritten page ({ALLOWED_TEXT})"}
+                },
+            }
+        },
+        "application/json": {"schema": Base64ImageRequest.model_json_schema()},
+        "image/*": {"schema": {"type": "string", "format": "binary"}},
+    },
+}
+_XML = {"schema": {"type": "string"}, "example": '<?xml version="1.0" encoding="UTF-8"?>\n<PcGts ...>...</PcGts>'}
+_PAGE_RESPONSES = {
+    200: {
+        "description": "the page read: JSON by default; PAGE-XML or ALTO with ?format=page|alto",
+        "content": {"application/xml": _XML},
+    },
+    **_ERRORS,
+    422: {"model": ErrorResponse,
+          "description": "the field 'file' or 'image' is missing, or decoder, readings or format is not one of theirs"},
+    501: {"model": ErrorResponse,
+          "description": "the server lacks the packages for pages (scipy) or for the XML formats (lxml)"},
+}
+
+
+def format_choice(fmt: str) -> str:
+    """``?format=json|page|alto`` (default json); anything else is a 422."""
+    if fmt not in PAGE_FORMATS:
+        raise APIError(422, "unknown_format", f"format must be one of {', '.join(PAGE_FORMATS)}, got {fmt!r}")
+    return fmt
+
+
+@router.post(
+    "/v1/predict/page",
+    response_model=PagePrediction,
+    responses=_PAGE_RESPONSES,
+    openapi_extra={"requestBody": _PAGE_BODY},
+)
+async def predict_page(
+    request: Request,
+    serving: ServingDep,
+    decoder: str | None = Query(None, description=_DECODER_HELP),
+    readings: str | None = Query(None, description=_READINGS_HELP),
+    fmt: str = Query("json", alias="format", description=_FORMAT_HELP, json_schema_extra={"enum": list(PAGE_FORMATS)}),
+):
+    """Read a whole page: find its text lines, read them in reading order, and return each with its polygon,
+    baseline, text, confidence and words (polygons in page pixels).
+
+    The page comes as the line routes take an image (multipart ``file``, JSON ``{"image": base64}`` or a raw
+    image body) within the same body, pixel and side limits. A line that cannot be cut or read is returned
+    with an ``error`` and no text; it never fails the page. A page without writing gives zero lines.
+    """
+    decoder, readings = decoder_choice(decoder, serving), readings_choice(readings, serving)
+    fmt = format_choice(fmt)
+    item = await single_image(request)
+    result = await run_page_job(request, serving, item, decoder, readings, fmt)
+    version = serving.provenance.version
+    if fmt != "json":
+        return Response(result["body"], media_type="application/xml", headers={"X-Model-Version": version})
+    return PagePrediction(
+        **result["body"],
+        model_version=version,
+        elapsed_ms=_elapsed(request),
+        segment_ms=result["segment_ms"],
+        inference_ms=result["inference_ms"],
+        preprocess_ms=result["preprocess_ms"],
+        queue_ms=result["queue_ms"],
+    )
