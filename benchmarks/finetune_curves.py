@@ -69,6 +69,13 @@ def make_splits(work: Path, seed: int = 0) -> None:
         _write(work / name / "pool", pool)
         print(f"{name}: pool {len(pool)} lines of {len(chosen)} pages, held out {len(held)} lines")
 
+    # Stanford again, split by line: the same letters (writers) on both sides, as when one's own hand is adapted
+    records = [(r.path, r.text) for r in read_labels(DATA / "stanford_memorials_1905")]
+    random.Random(seed + 1).shuffle(records)  # its own generator: the other splits stay as they were
+    _write(work / "stanford_lines" / "pool", records[:100])
+    _write(work / "stanford_lines" / "held_out", records[100:])
+    print(f"stanford_lines: pool 100 lines, held out {len(records) - 100} lines of the same letters")
+
     def clean(records):
         return [(r.path, r.text) for r in records if ">" not in r.text and "<" not in r.text]
 
@@ -88,7 +95,7 @@ def make_splits(work: Path, seed: int = 0) -> None:
     _write(work / "copiste" / "lm_text", [(p, t) for p, t in train if (p, t) not in set(pool)])
     print(f"copiste: pool {len(pool)} lines, held out {len(val)} val lines, LM text {len(train) - len(pool)} "
           "other train lines")
-    for name in ("stanford", "washington", "copiste"):
+    for name in ("stanford", "washington", "copiste", "stanford_lines"):
         pool = (work / name / "pool" / "labels.tsv").read_text(encoding="utf-8").splitlines()[1:]
         for size in SIZES:
             if size <= len(pool):
@@ -105,6 +112,11 @@ def evaluate(checkpoint: Path, data: Path, decoder: str) -> float:
     return json.loads(out.stdout)["cer_natural"]
 
 
+def _results(work: Path) -> dict:
+    path = work / "results.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def record(work: Path, key: str, values: dict) -> None:
     path = work / "results.json"
     results = json.loads(path.read_text()) if path.is_file() else {}
@@ -116,6 +128,7 @@ def record(work: Path, key: str, values: dict) -> None:
 def lm_text_for(work: Path, name: str, train: Path) -> list[str]:
     if name == "copiste":
         return [str(work / "copiste" / "lm_text")]
+    name = name.removesuffix("_lines")
     from text_recognizer.codec import Codec
     from text_recognizer.data.folder import read_labels
 
@@ -146,7 +159,9 @@ def run(work: Path, spec: str, extra: list[str]) -> None:
 
 
 def baseline(work: Path) -> None:
-    for name in ("stanford", "washington", "copiste"):
+    for name in ("stanford", "washington", "copiste", "stanford_lines"):
+        if (work / name / "held_out").is_dir() and f"bundled-{name}" in _results(work):
+            continue
         record(work, f"bundled-{name}", {"collection": name, "lines": 0,
                                          "greedy": evaluate(BUNDLED, work / name / "held_out", "greedy"),
                                          "beam": evaluate(BUNDLED, work / name / "held_out", "beam")})
@@ -159,7 +174,7 @@ def table(work: Path) -> None:
         by[r["collection"]].append((r["lines"], key, r))
     print("| collection | lines | extra | greedy | beam | IAM val greedy | minutes (train / wall) |")
     print("|---|---:|---|---:|---:|---:|---:|")
-    for name in ("stanford", "washington", "copiste"):
+    for name in ("stanford", "stanford_lines", "washington", "copiste"):
         for lines, _key, r in sorted(by[name], key=lambda x: (x[0], x[1])):
             def pct(k, r=r):
                 return f"{100 * r[k]:.2f}%" if k in r else "-"
