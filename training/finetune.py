@@ -60,7 +60,7 @@ from training.run_state import TrainingError
 
 #: Fewer usable training lines than this cannot teach a hand anything measurable.
 MIN_LINES = 10
-#: Share of the lines held out when no ``--val-data`` is given.
+#: Share of the lines held out when no ``--val-data`` is given (``--val-fraction`` changes it).
 HELD_OUT_SHARE = 0.10
 #: Steps per training line, and the bounds. 8 a line read the held-out lines no better than 5 (Copiste 300
 #: lines: 16.71% against 16.78%; Stanford 100: the same) and forgot more of IAM (12.7% against 11.9%), so 5:
@@ -128,6 +128,8 @@ def extended_codec(parent: Codec, texts: Sequence[str]) -> tuple[Codec, Counter]
 
 def hold_out(lines: Lines, share: float, seed: int) -> tuple[list[LineRecord], list[LineRecord], str]:
     """Split ``lines`` into (train, held out) by group, seeded; ``how`` says what was held out."""
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"--val-fraction must be in (0, 1) when --val-data is not given, got {share}")
     groups = sorted(set(lines.groups))
     unit = "pages" if len(groups) < len(lines.records) else "lines"
     if len(groups) < 2:  # one page: hold out lines of it instead
@@ -239,7 +241,7 @@ class Plan:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="text-recognizer-train --finetune",
+        prog="text-recognizer-train",
         description="Fine-tune a checkpoint on your own lines: the model's settings come from the checkpoint, "
                     "its alphabet grows by your labels' new characters, and small-data defaults apply "
                     "(training/finetune.py). Any training flag overrides a default.",
@@ -333,7 +335,7 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
             print(f"warning: {shared} of the {len(held_out)} validation lines are also training lines (same "
                   "image): validation will flatter the model", file=sys.stderr)
     else:
-        train, held_out, how = hold_out(usable, HELD_OUT_SHARE, seed)
+        train, held_out, how = hold_out(usable, given.get("data.val_fraction", HELD_OUT_SHARE), seed)
         how = f"validation: {how} of the {len(usable.records)} usable lines (seed {seed})"
     report.append(f"training lines: {len(train)}; {how}")
 

@@ -210,3 +210,12 @@ def test_dry_run_checks_and_prints_the_plan_without_writing(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "training lines: 14; validation: 2 lines held out of the 16 usable lines" in out
     assert "dry run: nothing written" in out and not run.exists()
+
+
+def test_val_fraction_sets_the_held_out_share(tmp_path):
+    data = make_lines(tmp_path / "mine", copies=4)
+    args = build_parser().parse_args(["--finetune", str(DEFAULT_CHECKPOINT), "--data", str(data), "--val-fraction",
+                                      "0.25", "--run-dir", str(tmp_path / "run")])
+    assert len(plan_finetune(args).held_out) == 8
+    with pytest.raises(ValueError, match="--val-fraction must be in"):
+        hold_out(Lines([LineRecord(Path("a.png"), "a")] * 12, [str(i) for i in range(12)]), 1.5, seed=0)
