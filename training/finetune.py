@@ -49,7 +49,7 @@ from text_recognizer.data.folder import DatasetFormatError, LineRecord, read_lab
 from text_recognizer.data.page import cut_layout_folder, is_layout_folder
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.decoding.bundle import bundle_path, decoder_bundle_for, save_bundle
-from text_recognizer.decoding.lm_builder import LanguageModelSpec, build_decoder_bundle
+from text_recognizer.decoding.lm_builder import LanguageModelSpec, build_decoder_bundle, read_texts
 from text_recognizer.metrics import cer
 from text_recognizer.models.line_cnn import WindowGeometry
 from text_recognizer.normalization import normalizer
@@ -168,14 +168,14 @@ def shared_lines(train: Sequence[LineRecord], val: Sequence[LineRecord]) -> int:
 
 
 def read_lm_texts(sources: Sequence[str]) -> list[str]:
-    """The lines of ``--lm-text`` files and folders (``.txt`` files or ``labels.tsv`` folders), refusing empty
-    and binary files with a message."""
+    """The lines of ``--lm-text`` files and folders (``.txt`` files, or ``labels.tsv`` folders read as
+    ``training.build_lm`` reads them: detokenised), refusing empty and binary files with a message."""
     lines: list[str] = []
     for source in map(Path, sources):
-        files = sorted(source.rglob("*.txt")) if source.is_dir() and not (source / "labels.tsv").is_file() else [source]
-        if source.is_dir() and (source / "labels.tsv").is_file():
-            lines += [r.text for r in read_labels(source)]
+        if (source / "labels.tsv").is_file():
+            lines += read_texts([source])
             continue
+        files = sorted(source.rglob("*.txt")) if source.is_dir() else [source]
         if not files or not all(f.is_file() for f in files):
             raise ValueError(f"--lm-text {source}: no such file, or a folder without .txt files")
         for file in files:
