@@ -99,3 +99,16 @@ def test_from_texts_is_sorted_set_of_seen_characters() -> None:
     codec = Codec.from_texts(["cab", "bad"])
     assert codec.charset == "abcd"
     assert codec.decode(codec.encode("dab")) == "dab"
+
+
+def test_latin_charset_is_nfc_distinct_and_holds_the_western_european_letters():
+    import unicodedata
+
+    from text_recognizer.codec import LATIN_CHARSET
+
+    codec = Codec(LATIN_CHARSET)  # raises on a repeated character
+    assert unicodedata.normalize("NFC", LATIN_CHARSET) == LATIN_CHARSET
+    assert LATIN_CHARSET.startswith(DEFAULT_CHARSET)
+    assert set("éèêëàâäçîïôöûùüÿœæñáíóúßÉÈÊÀÇŒÆÑ«»€°") <= set(LATIN_CHARSET)
+    assert not set("’‘“”`–—") & set(LATIN_CHARSET)  # folded to ASCII (text_recognizer.normalization)
+    assert codec.decode(codec.encode("L'été à Noël, «ça»")) == "L'été à Noël, «ça»"

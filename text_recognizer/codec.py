@@ -15,6 +15,20 @@ BLANK_ID = 0
 #: IAM's 79 characters (space, punctuation, digits, letters), the default alphabet.
 DEFAULT_CHARSET = " !\"#&'()*+,-./0123456789:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+#: One Latin-script alphabet for English, French and the other major Western European languages (docs/alphabet.md).
+#: IAM's 79 characters come first, so their output rows keep their places; then the rest of printable ASCII but the
+#: backtick (it folds to ``'``); then the accented letters of French, German, Spanish, Italian, Portuguese, Dutch and
+#: the Nordic languages in both cases; then the signs that occur in letters and notes. Chosen from the Copiste d'un
+#: jour train labels (every character there except the typographic quotes, which fold to ASCII by
+#: ``text_recognizer.normalization``) plus each language's letters: 161 characters, all NFC.
+LATIN_CHARSET = (
+    DEFAULT_CHARSET
+    + "$%<=>@[\\]^_{|}~"
+    + "àâäáãåæçèéêëìíîïñòóôöõøœùúûüÿß"
+    + "ÀÂÄÁÃÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÖÕØŒÙÚÛÜŸ"
+    + "«»€£°§¡¿"
+)
+
 
 class UnknownCharacterError(ValueError):
     """A text contains characters outside the codec's character set."""

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.codec import DEFAULT_CHARSET, Codec
+from text_recognizer.codec import DEFAULT_CHARSET, LATIN_CHARSET, Codec
 from text_recognizer.data.folder import read_labels
 from text_recognizer.data.page import cut_layout_folder, is_layout_folder
 from text_recognizer.data.tokenization import detokenize
@@ -37,6 +37,9 @@ from text_recognizer.normalization import NORMALIZATIONS, normalizer
 from training.data import SYNTHETIC, _resolve_named
 
 BUILTIN = "iam"  # --charset iam: the default alphabet (the bundled model's)
+LATIN = "latin"  # --charset latin: IAM's characters plus Western European letters and signs (codec.LATIN_CHARSET)
+#: how much less likely a new accented letter starts than its base letter (a logit offset; see remap_output_rows)
+ACCENT_START_OFFSET = 3.0
 FROM_DATA = "data"  # --charset data: the training labels' characters
 
 
@@ -136,6 +139,8 @@ def resolve_alphabet(config) -> Alphabet:
     data = config.data
     if data.charset == BUILTIN:
         return Alphabet(Codec(), "IAM's built-in characters, as the bundled model")
+    if data.charset == LATIN:
+        return Alphabet(Codec(LATIN_CHARSET), "one Latin-script alphabet for English, French and Western Europe")
     if data.charset == FROM_DATA:
         texts = training_texts(data, config.model)
         if not texts and SYNTHETIC not in data.data:
@@ -151,13 +156,39 @@ def with_alphabet(config, codec: Codec):
     return dataclasses.replace(config, model=dataclasses.replace(config.model, num_classes=codec.num_classes))
 
 
+def base_letters(characters: Iterable[str], old: Codec) -> dict[str, str]:
+    """The characters of ``characters`` new to ``old`` whose base letter it knows: ``{"é": "e", "Ç": "C"}``.
+
+    The base letter is the first code point of the NFD form; ``œ``, ``ß`` or ``€`` have none of their own.
+    """
+    found = {}
+    for character in characters:
+        base = unicodedata.normalize("NFD", character)[0]
+        if character not in old.charset and base != character and base in old.charset:
+            found[character] = base
+    return found
+
+
+def describe_new_rows(new: str, old: Codec) -> str:
+    """How the output rows of ``new`` characters start, for the run's log."""
+    seeded = "".join(base_letters(new, old))
+    fresh = "".join(c for c in new if c not in seeded)
+    parts = [f"{seeded!r} start from their base letters" if seeded else "",
+             f"{fresh!r} start untrained" if fresh else ""]
+    return "; ".join(p for p in parts if p)
+
+
 def remap_output_rows(state: dict[str, torch.Tensor], fresh: dict[str, torch.Tensor], old: Codec, new: Codec,
                       prefix: str = "head.") -> tuple[dict[str, torch.Tensor], list[str]]:
     """Carry a checkpoint's output layer (``prefix`` keys: rows = blank + characters) over to ``new``.
 
     ``state`` is the checkpoint's state dict, ``fresh`` the new model's freshly initialised one. Rows
-    of the blank and of the characters both codecs share are copied from ``state``; rows of new
-    characters keep ``fresh``'s values. Returns the state to load and the new characters.
+    of the blank and of the characters both codecs share are copied from ``state``. A new character whose
+    base letter the old codec knows (``é`` from ``e``, ``Ç`` from ``C``: the first code point of its NFD form)
+    starts from that letter's row with its bias lowered by ``ACCENT_START_OFFSET``: the model reads the accented
+    letter as the plain one from the first step, so training only has to teach the accent, and the plain letter
+    stays the reading until it has. Other new characters keep ``fresh``'s values. Returns the state to load and
+    the new characters.
     """
     if old.charset == new.charset:
         return state, []
@@ -173,6 +204,10 @@ def remap_output_rows(state: dict[str, torch.Tensor], fresh: dict[str, torch.Ten
             raise ValueError(f"output weight {key} has shape {shape}, expected {old.num_classes} rows")
         tensor = fresh[key].detach().clone().to(state[key].dtype)
         tensor[rows_new] = state[key][rows_old]
+        for character, base in base_letters(new.charset, old).items():
+            tensor[new.encode(character)[0]] = state[key][old.encode(base)[0]]
+            if tensor.dim() == 1:  # the bias
+                tensor[new.encode(character)[0]] -= ACCENT_START_OFFSET
         out[key] = tensor
     return out, [c for c in new.charset if c not in old.charset]
 

@@ -37,7 +37,7 @@ from text_recognizer.checkpoint import (
 from text_recognizer.codec import Codec
 from text_recognizer.models.growth import growth, new_block_names, zero_residual_branch
 from training import distributed
-from training.alphabet import remap_output_rows
+from training.alphabet import describe_new_rows, remap_output_rows
 from training.compare_runs import OVERRIDES_FILE
 from training.config import RESUME_OVERRIDE_FLAGS, ExperimentConfig, resume_changes
 from training.run_state import Run, TrainingError
@@ -179,7 +179,8 @@ def init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path, code
         prefix = f"encoder.blocks.{name}."
         state.update({prefix + k: v for k, v in block.state_dict().items()})
     model.load_state_dict(state)
-    print(f"initialised the model from {path}" + (f"; new characters start untrained: {''.join(new)!r}" if new else "")
+    starts = describe_new_rows("".join(new), theirs.codec)
+    print(f"initialised the model from {path}" + (f"; new characters: {starts}" if new else "")
           + (f"; new blocks start as the identity: {', '.join(added)}" if added else ""))
 
 

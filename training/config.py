@@ -94,7 +94,8 @@ class DataConfig:
         "text_recognizer/data/metadata/<dataset>.toml"
     )})
     charset: str = field(default="iam", metadata={"help": (
-        "the alphabet (training/alphabet.py): 'iam' (IAM's 79 built-in characters, as the bundled model), "
+        "the alphabet (training/alphabet.py): 'iam' (IAM's 79 built-in characters), 'latin' (161: IAM's plus "
+        "the letters and signs of French and the other Western European languages, docs/alphabet.md), "
         "'data' (the characters of the training labels seen at least --charset-min-count times; lines with the "
         "others are reported and skipped), or a UTF-8 file with one character per line"
     )})

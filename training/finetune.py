@@ -43,7 +43,7 @@ from datetime import datetime
 from pathlib import Path
 
 from text_recognizer.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
-from text_recognizer.codec import Codec
+from text_recognizer.codec import LATIN_CHARSET, Codec
 from text_recognizer.data.checks import DataCheckError, check_records
 from text_recognizer.data.folder import DatasetFormatError, LineRecord, read_labels
 from text_recognizer.data.page import cut_layout_folder, is_layout_folder
@@ -53,7 +53,7 @@ from text_recognizer.decoding.lm_builder import LanguageModelSpec, build_decoder
 from text_recognizer.metrics import cer
 from text_recognizer.models.line_cnn import WindowGeometry
 from text_recognizer.normalization import normalizer
-from training.alphabet import alphabet_from_texts, describe, read_charset, write_charset
+from training.alphabet import alphabet_from_texts, describe, describe_new_rows, read_charset, write_charset
 from training.config import ExperimentConfig, add_config_arguments, with_flags
 from training.run_setup import LOG_ROOT
 from training.run_state import TrainingError
@@ -299,6 +299,8 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
     if charset:  # an explicit alphabet overrides the extension
         if charset == "iam":
             codec = Codec()
+        elif charset == "latin":
+            codec = Codec(LATIN_CHARSET)
         elif charset == "data":
             min_count = given.get("data.charset_min_count", 1)
             codec = alphabet_from_texts([r.text for r in lines.records], min_count).codec
@@ -308,7 +310,8 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
     else:
         codec, new = extended_codec(parent.codec, [r.text for r in lines.records])
         report.append(f"alphabet: the model's {len(parent.codec.charset)} characters"
-                      + (f" + {len(new)} new from the labels (they start untrained):" if new else ", nothing new"))
+                      + (f" + {len(new)} new from the labels ({describe_new_rows(''.join(new), parent.codec)}):"
+                         if new else ", nothing new"))
         report += [f"  {describe(c)}: {n} times" for c, n in sorted(new.items(), key=lambda x: (-x[1], x[0]))]
 
     geometry = WindowGeometry(parent.model_config.window_width, parent.model_config.window_stride)

@@ -13,7 +13,13 @@ from PIL import Image
 from tests.data.layout_pages import PAGE_2013, page_xml, write_page_folder
 from text_recognizer.codec import Codec
 from text_recognizer.data.checks import DataCheckError
-from text_recognizer.data.page import MANIFEST, check_layout_folder, cut_layout_folder, is_layout_folder
+from text_recognizer.data.page import (
+    MANIFEST,
+    check_layout_folder,
+    crossed_out_as_hash,
+    cut_layout_folder,
+    is_layout_folder,
+)
 from text_recognizer.models.config import ModelConfig
 from text_recognizer.models.line_cnn import WindowGeometry
 from training.config import DataConfig
@@ -102,6 +108,19 @@ def test_unicode_is_normalised_and_unknown_characters_reported(tmp_path):
     assert cut.records[1].text == "sieben K\u00e4tzchen"  # NFC: one code point
     report = check_layout_folder(folder, Codec(), WindowGeometry(16, 4), 40, cache_root=tmp_path / "cache")
     assert len(report.kept) == 2 and "'ä'" in report.unknown_characters[0][1]
+
+
+def test_crossed_out_marks_become_hash_and_apostrophes_fold(tmp_path):
+    folder = tmp_path / "pages"
+    write_page_folder(folder)
+    xml = folder / "page1.xml"
+    xml.write_text(xml.read_text(encoding="utf-8").replace("seven cats", "l’été &gt;mai&lt; mai &gt;&lt;"),
+                   encoding="utf-8")
+    cut = cut_layout_folder(folder, cache_root=tmp_path / "cache")
+    assert cut.records[1].text == "l'été # mai #"  # IAM's mark for a crossed-out word; one apostrophe
+    assert crossed_out_as_hash("Sari>e<, né") == "Sari#, né"
+    assert crossed_out_as_hash("a > b and c < d") == "a # d"  # the rule is blunt: documented in docs/alphabet.md
+    assert crossed_out_as_hash("x < y > z") == "x < y > z"
 
 
 def test_folder_detection_and_empty_folder(tmp_path):

@@ -12,13 +12,15 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 from text_recognizer.checkpoint import load_checkpoint
-from text_recognizer.codec import DEFAULT_CHARSET, Codec
+from text_recognizer.codec import DEFAULT_CHARSET, LATIN_CHARSET, Codec
 from text_recognizer.data.folder import read_labels
 from text_recognizer.metrics import cer
 from text_recognizer.normalization import normalizer
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer
 from training.alphabet import (
+    ACCENT_START_OFFSET,
     alphabet_from_texts,
+    base_letters,
     read_charset,
     remap_output_rows,
     resolve_alphabet,
@@ -111,6 +113,26 @@ def test_remap_keeps_shared_rows_and_initialises_new_ones():
         remap_output_rows({"head.bias": torch.zeros(9)}, fresh, old, new)
 
 
+def test_new_accented_letters_start_from_their_base_letter():
+    old, new = Codec("ae"), Codec("aeéœÉ")
+    state = {"head.weight": torch.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]),
+             "head.bias": torch.tensor([0.0, 5.0, 6.0])}
+    fresh = {"head.weight": torch.full((6, 2), -1.0), "head.bias": torch.full((6,), -1.0)}
+    out, added = remap_output_rows(state, fresh, old, new)
+    assert added == ["é", "œ", "É"]
+    assert base_letters(new.charset, old) == {"é": "e"}  # œ has no base letter; É's base E is not in "ae"
+    assert out["head.weight"][3].tolist() == [3.0, 4.0]  # é starts as e
+    assert out["head.bias"][3].item() == pytest.approx(6.0 - ACCENT_START_OFFSET)  # ... but less likely than e
+    assert out["head.weight"][4].tolist() == [-1.0, -1.0] and out["head.weight"][5].tolist() == [-1.0, -1.0]
+    assert base_letters("ÉÇñß€", Codec()) == {"É": "E", "Ç": "C", "ñ": "n"}
+
+
+def test_latin_alphabet_resolves_and_extends_iam():
+    alphabet = resolve_alphabet(ExperimentConfig(data=DataConfig(charset="latin")))
+    assert alphabet.codec.charset == LATIN_CHARSET
+    assert alphabet.codec.charset.startswith(DEFAULT_CHARSET)  # IAM's rows keep their places
+
+
 @pytest.mark.slow
 def test_fine_tune_bundled_model_to_german_and_french(tmp_path, capsys):
     """A few steps from the bundled model with a larger alphabet: new characters in the checkpoint,
@@ -124,7 +146,7 @@ def test_fine_tune_bundled_model_to_german_and_french(tmp_path, capsys):
                          "--progress", "false", "--bucket-batches", "0", "--sortagrad", "false"])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "beyond IAM's" in out and "new characters start untrained" in out
+    assert "beyond IAM's" in out and "start from their base letters" in out and "start untrained" in out
     bundle = load_checkpoint(run_dir / "best.pt")
     charset = bundle.codec.charset
     assert set("äöüßéèêàçÄ") & set(charset) == set("äöüßéèêàçÄ")

@@ -39,6 +39,19 @@ if TYPE_CHECKING:
 
 #: Bump when cutting changes (masking, deskewing, file format): old cache entries are then ignored.
 CUT_VERSION = 1
+
+#: eScriptorium/CREMMA's crossed-out marks: ``>words<`` (readable) and ``><`` (unreadable).
+_CROSSED_OUT = re.compile(r">[^<>]*<")
+
+
+def crossed_out_as_hash(text: str) -> str:
+    """``text`` with each crossed-out span (``>words<`` or ``><``) written as IAM writes a crossed-out word, ``#``.
+
+    Why: the marks are a transcription convention, not ink; learned as characters, a model would write ``>`` and
+    ``<`` around words. IAM labels the same thing (struck-through or unreadable words) with ``#``, so both data
+    sources teach one output for it, and a reading never holds the marks.
+    """
+    return _CROSSED_OUT.sub("#", text)
 MANIFEST = "lines.json"
 
 
@@ -157,7 +170,7 @@ def cut_layout_folder(folder: str | Path, cache_root: str | Path | None = None,
             continue
         result.cached_pages += cached
         for line in manifest["lines"]:
-            result.records.append(LineRecord(cache / line["file"], normalize(line["text"])))
+            result.records.append(LineRecord(cache / line["file"], normalize(crossed_out_as_hash(line["text"]))))
         for problem in manifest["problems"]:
             items = result.empty if problem["kind"] == "empty" else result.unreadable
             items.append((f"{xml}#{problem['id']}", problem["reason"]))
