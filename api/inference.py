@@ -26,10 +26,10 @@ logger = service_logger()
 
 
 async def run_job(request: Request, serving: Serving, inputs: list[ImageInput], decoder: str | None = None,
-                  readings: int | None = None) -> dict:
+                  readings: int | None = None, language: str | None = None) -> dict:
     """Queue for a pool slot (503 ``overloaded`` past ``max_queue``), then recognise in a thread."""
     metrics = request.app.state.metrics
-    queue_s, result = await run_in_pool(request, serving, recognise, serving, inputs, decoder, readings)
+    queue_s, result = await run_in_pool(request, serving, recognise, serving, inputs, decoder, readings, language)
     metrics.inference.observe(result["inference_s"])
     metrics.preprocess.observe(result["preprocess_s"])
     metrics.images.inc(sum(item["prediction"] is not None for item in result["items"]))
@@ -73,9 +73,10 @@ async def run_in_pool(request: Request, serving: Serving, job: Callable[..., T],
 
 
 def recognise(serving: Serving, inputs: list[ImageInput], decoder: str | None = None,
-              readings: int | None = None) -> dict:
+              readings: int | None = None, language: str | None = None) -> dict:
     """Runs in a worker thread: decode each image and run the stem (a bad image fails alone), then
-    one padded forward pass over the good ones. Items come back in input order."""
+    one padded forward pass over the good ones (``language="auto"``: chosen per line). Items come back in
+    input order."""
     recognizer = serving.recognizer
     t0 = time.perf_counter()
     tensors, sizes, good = [], [], []
@@ -89,7 +90,8 @@ def recognise(serving: Serving, inputs: list[ImageInput], decoder: str | None = 
             except APIError as error:
                 item.error = error
     t1 = time.perf_counter()
-    lines = recognizer.predict_tensors(tensors, sizes, decoder=decoder, readings=readings) if tensors else []
+    lines = (recognizer.predict_tensors(tensors, sizes, decoder=decoder, readings=readings, language=language)
+             if tensors else [])
     t2 = time.perf_counter()
     predictions = {index: _line(line, size) for index, line, size in zip(good, lines, sizes)}
     items = [
@@ -136,6 +138,7 @@ def _line(line, size: tuple[int, int]) -> dict:
         "confidence": min(1.0, max(0.0, float(line.confidence))),
         "image_width": size[0],
         "image_height": size[1],
+        "language": getattr(line, "language", None),
     }
     for key in ("words", "chars"):  # {text, confidence, start, end}, x in pixels of the uploaded image
         spans = getattr(line, key, None)
@@ -150,10 +153,12 @@ def ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
-def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, fmt: str) -> dict:
+def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, fmt: str,
+              language: str | None = None) -> dict:
     """Runs in a worker thread: decode the page within the API's limits, read it (``PageReader``: find the
-    lines, cut them, read them in width-sorted batches) and render it in ``fmt`` (json: the page's dict;
-    page/alto: the XML bytes). Lines that cannot be cut or read carry their ``error``; the page does not fail."""
+    lines, cut them, read them in width-sorted batches; ``language="auto"``: one language for the page) and
+    render it in ``fmt`` (json: the page's dict; page/alto: the XML bytes). Lines that cannot be cut or read
+    carry their ``error``; the page does not fail."""
     s = serving.settings
     t0 = time.perf_counter()
     image = decode_image(item.data or b"", max_pixels=s.max_pixels, max_side=s.max_side, what=item.what, kind="page")
@@ -175,7 +180,8 @@ def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, f
     # the API's pixel limit (checked above, before decoding) is the page limit here too
     reader = PageReader(serving.recognizer, segmenter=timed_segment, max_pixels=s.max_pixels)
     try:
-        result = reader.read(image, decoder=decoder, readings=readings, name=item.filename or "image")
+        result = reader.read(image, decoder=decoder, readings=readings, name=item.filename or "image",
+                             language=language)
     except Exception as error:  # exotic modes, broken EXIF, ...: this image, not the server
         logger.warning("cannot read %s as a page: %s: %s", item.what, type(error).__name__, error)
         raise APIError(
@@ -201,10 +207,11 @@ def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, f
 
 
 async def run_page_job(request: Request, serving: Serving, item: ImageInput, decoder: str, readings: int,
-                       fmt: str) -> dict:
+                       fmt: str, language: str | None = None) -> dict:
     """``read_page`` in the inference pool, with the metrics and access-log fields the line routes record."""
     metrics = request.app.state.metrics
-    queue_s, result = await run_in_pool(request, serving, read_page, serving, item, decoder, readings, fmt)
+    queue_s, result = await run_in_pool(request, serving, read_page, serving, item, decoder, readings, fmt,
+                                        language)
     metrics.inference.observe(result["segment_s"] + result["inference_s"])
     metrics.preprocess.observe(result["preprocess_s"])
     metrics.images.inc()

@@ -48,6 +48,11 @@ class LinePrediction(BaseModel):
         default=None, description="the line's words: calibrated confidence, start/end in x pixels of the uploaded image"
     )
     chars: list[Word] | None = Field(default=None, description="the line's characters (spaces excluded), like words")
+    language: str | None = Field(
+        default=None, examples=["en"],
+        description="ISO 639-1 code of the language models the line was beam-decoded with (chosen per line with "
+        "language=auto); null when none read it (greedy decoding reads alike in every language)",
+    )
 
 
 class Prediction(LinePrediction):
@@ -136,6 +141,10 @@ class ModelInfo(BaseModel):
     input_height: int = Field(description="line height the stem resizes to")
     num_parameters: int
     charset: str = Field(description="the characters the model can output (the CTC blank is not included)")
+    languages: list[str] = Field(description="ISO 639-1 codes of the languages the model has decoder bundles (language "
+                                 "models) for: the values of ?language= with decoder=beam, besides auto")
+    language: str | None = Field(description="the server's default ?language= (TEXT_RECOGNIZER_LANGUAGE, else auto "
+                                 "with several languages, else the only one; null: no language models)")
     num_classes: int
     loss: str
     val_cer: float | None = Field(description="character error rate reported on the validation split at training time")
@@ -181,6 +190,8 @@ class PageLine(BaseModel):
     text: str = Field(description="the text read in the line; empty when `error` is set")
     confidence: float | None = Field(ge=0.0, le=1.0, description="the line's confidence; null when `error` is set")
     words: list[PageWord] = Field(description="the line's words with their confidences and polygons")
+    language: str | None = Field(default=None, description="ISO 639-1 code of the language models the line was "
+                                 "beam-decoded with; null with greedy decoding")
     error: str | None = Field(default=None, description="why this line could not be cut or read (the page is "
                               "still answered; the other lines are read); null when it was read")
 
@@ -189,6 +200,10 @@ class PagePrediction(BaseModel):
     image: str = Field(description="the uploaded file's name (multipart), else \"image\"")
     width: int = Field(description="page width in pixels after EXIF orientation: the pixels every polygon is in")
     height: int = Field(description="page height in pixels after EXIF orientation")
+    language: str | None = Field(default=None, examples=["fr"],
+                                 description="ISO 639-1 code of the language models the page was beam-decoded "
+                                 "with (language=auto: one choice for the whole page, from all its lines); null "
+                                 "with greedy decoding")
     lines: list[PageLine] = Field(description="the lines found, in reading order (empty for a page without writing)")
     text: str = Field(description="the texts of the lines that were read, in reading order, joined by \\n")
     model_version: str = Field(description="the checkpoint's version (see /v1/model)")

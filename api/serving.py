@@ -28,6 +28,7 @@ from api.logs import service_logger
 from api.provenance import Provenance, read_provenance
 from api.settings import Settings
 from text_recognizer.checkpoint import CheckpointError
+from text_recognizer.decoding.language import LanguageError
 from text_recognizer.recognizer import LineRecognizer
 
 logger = service_logger()
@@ -73,8 +74,11 @@ def load_serving(settings: Settings) -> Serving:
     try:
         recognizer = LineRecognizer(
             settings.checkpoint, device=settings.device, batch_size=settings.batch_size, decoder=settings.decoder,
-            readings=settings.readings,
+            readings=settings.readings, language=settings.language,
         )
+        recognizer.language_for("beam", None)  # TEXT_RECOGNIZER_LANGUAGE: one the model has, even for greedy
+    except LanguageError as error:
+        raise StartupError(f"TEXT_RECOGNIZER_LANGUAGE={settings.language}: {error}") from None
     except CheckpointError as error:
         source = "TEXT_RECOGNIZER_CHECKPOINT" if settings.checkpoint is not None else "the bundled default model"
         raise StartupError(f"cannot load the model ({source}): {error}") from None

@@ -19,6 +19,9 @@
 ``TEXT_RECOGNIZER_DECODER``             default decoder, ``greedy`` or ``beam`` (a request's ``?decoder=`` overrides it)
 ``TEXT_RECOGNIZER_READINGS``            1 (default) or 3: read every line three times and decode the mean (fewer
                                        errors, three times the model's work; ``text_recognizer.decoding.readings``)
+``TEXT_RECOGNIZER_LANGUAGE``            default language of beam search, a code such as ``fr`` or ``auto`` (default:
+                                       ``auto`` with bundles for several languages, else the only one); the
+                                       model must have it (checked at startup); ``?language=`` overrides it
 =====================================  ==========================================================
 """
 
@@ -29,6 +32,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from limits import parse as parse_rate_limit
+
+from text_recognizer.decoding.language import AUTO, LanguageError, parse_language
 
 PREFIX = "TEXT_RECOGNIZER_"
 _POSITIVE = (
@@ -70,6 +75,7 @@ class Settings:
     access_log: bool = True
     decoder: str = "greedy"  # greedy or beam; a request's ?decoder= overrides it
     readings: int = 1  # 1 or 3 readings per line (text_recognizer.decoding.readings)
+    language: str | None = None  # a code or "auto"; None: the model's default (text_recognizer.decoding.bundle_set)
 
     def __post_init__(self) -> None:
         cpus = available_cpus()
@@ -83,6 +89,11 @@ class Settings:
             raise ValueError(f"{PREFIX}DECODER must be 'greedy' or 'beam', got {self.decoder!r}")
         if self.readings not in (1, 3):
             raise ValueError(f"{PREFIX}READINGS must be 1 or 3, got {self.readings!r}")
+        try:
+            object.__setattr__(self, "language", parse_language(self.language))
+        except LanguageError:
+            raise ValueError(f"{PREFIX}LANGUAGE must be {AUTO!r} or an ISO 639-1 code such as 'en' or 'fr', "
+                             f"got {self.language!r}") from None
         for name in _POSITIVE:
             if getattr(self, name) < 1:
                 raise ValueError(f"{PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
@@ -125,7 +136,7 @@ def _parse(name: str, key: str, raw: str):
     """One environment value, typed by the field it sets."""
     if name in ("checkpoint", "api_keys_file"):
         return Path(raw)
-    if name in ("device", "rate_limit", "decoder"):
+    if name in ("device", "rate_limit", "decoder", "language"):
         return raw
     if name in ("api_keys", "cors_origins"):
         return tuple(part.strip() for part in raw.split(",") if part.strip())

@@ -50,6 +50,7 @@ def test_package_data_files_exist_and_cover_what_the_code_loads():
     shipped = {path for paths in declared.values() for path in paths}
     needed = [REPO / "text_recognizer" / "artifacts" / "default.pt", REPO / "text_recognizer" / "data" / "words.txt",
               REPO / "text_recognizer" / "artifacts" / "LICENSE-cmudict.txt",
+              *(REPO / "text_recognizer" / "artifacts").glob("*.decoder.pt"),  # every language's bundle
               *(REPO / "text_recognizer" / "data" / "metadata").glob("*.toml"), *(REPO / "api" / "static").iterdir()]
     assert len(needed) > 4
     assert not [str(path) for path in needed if path not in shipped]

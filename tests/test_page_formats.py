@@ -137,3 +137,37 @@ def test_a_page_without_lines_is_valid(fmt):
 def test_write_xml_only_writes_xml(tmp_path):
     with pytest.raises(ValueError, match="write_xml writes"):
         write_xml(sample_page(), "json", tmp_path / "x.json")
+
+
+def test_the_language_is_in_every_format():
+    """Beam-decoded pages carry their language: JSON ``language`` on the page and its lines, PAGE-XML
+    ``primaryLanguage`` (PAGE's names) on the region and lines, ALTO ``LANG`` (the code) on the block and lines;
+    a code PAGE has no name for here is left out of PAGE; greedy pages (no language) have none. All still valid."""
+    import dataclasses
+
+    base = sample_page()
+    lines = tuple(dataclasses.replace(line, language="fr") for line in base.lines[:2]) + base.lines[2:3] + (
+        dataclasses.replace(base.lines[3], language="qq"),)
+    page = dataclasses.replace(base, lines=lines, language="fr")
+    record = page_json(page)
+    assert list(record) == ["image", "width", "height", "language", "lines", "text"] and record["language"] == "fr"
+    assert [line.get("language") for line in record["lines"]] == ["fr", "fr", None, "qq"]
+    assert list(record["lines"][0]) == ["id", "polygon", "baseline", "text", "confidence", "words", "language"]
+    data = page_xml(page)
+    assert_valid(page_schema(), data)
+    ns = {"pc": "http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15"}
+    root = etree.fromstring(data)
+    assert root.find(".//pc:TextRegion", ns).get("primaryLanguage") == "French"
+    assert [line.get("primaryLanguage") for line in root.findall(".//pc:TextLine", ns)] == ["French", "French",
+                                                                                             None, None]
+    data = alto_xml(page)
+    assert_valid(alto_schema(), data)
+    ns = {"a": "http://www.loc.gov/standards/alto/ns-v4#"}
+    root = etree.fromstring(data)
+    assert root.find(".//a:TextBlock", ns).get("LANG") == "fr"
+    assert [line.get("LANG") for line in root.findall(".//a:TextLine", ns)] == ["fr", "fr", None, "qq"]
+    english = dataclasses.replace(page, language="en", lines=tuple(dataclasses.replace(line, language="en")
+                                                                   for line in base.lines))
+    assert b'primaryLanguage="English"' in page_xml(english) and b'LANG="en"' in alto_xml(english)
+    assert b"primaryLanguage" not in page_xml(base) and b"LANG" not in alto_xml(base)
+    assert "language" not in page_json(base)

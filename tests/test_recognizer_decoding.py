@@ -75,7 +75,7 @@ def test_cli_json_has_words_and_chars(bundle_file, capsys) -> None:
     path = str(FIXTURES / "line_00.png")
     assert main([path, "--decoder", "beam", "--decoder-bundle", str(bundle_file), "--beam-width", "4", "--json"]) == 0
     [entry] = json.loads(capsys.readouterr().out)
-    assert set(entry) == {"image", "text", "confidence", "words", "chars"}
+    assert set(entry) == {"image", "text", "confidence", "words", "chars", "language"} and entry["language"] == "en"
     assert set(entry["words"][0]) == {"text", "confidence", "start", "end"}
     assert main([path, "--decoder", "beam", "--decoder-bundle", str(bundle_file), "--beam-width", "0"]) == 2
     assert main([path, "--beam-width", "4"]) == 2  # beam options need --decoder beam

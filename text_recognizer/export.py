@@ -14,8 +14,9 @@ Greedy decoding: argmax per frame over the first ``frames[b]`` frames, merge rep
 map id ``k`` to ``charset[k - 1]``. The charset, height and window geometry travel inside the file:
 ONNX ``metadata_props`` / TorchScript extra file ``text_recognizer.json`` (see :func:`export_metadata`),
 with the sha256 of the checkpoint it came from. The recognizer's decoder bundle (language model, beam
-settings, confidence calibration) is written beside the file (``model.onnx`` -> ``model.decoder.pt``),
-where ``OnnxLineRecognizer`` finds it, so an exported model reads and scores lines as the checkpoint does.
+settings, confidence calibration) is written beside the file (``model.onnx`` -> ``model.decoder.pt``; those
+of other languages as ``model.<xx>.decoder.pt``), where ``OnnxLineRecognizer`` finds it, so an exported model
+reads and scores lines as the checkpoint does.
 
 The graph is traced from the model's own layers; only the sliding window is written differently:
 ``Tensor.unfold`` over a dynamic width has no ONNX export, so the windows are stacked slices of the
@@ -182,6 +183,8 @@ def export_recognizer(recognizer, path: str | Path, fmt: str) -> Path:
     extra = {k: recognizer.metadata[k] for k in ("version", "licence", "val_cer") if k in recognizer.metadata}
     extra["model_sha256"] = hashlib.sha256(recognizer.path.read_bytes()).hexdigest()  # what bundles are tuned for
     path = exporter(recognizer.model.cpu().eval(), recognizer.config, recognizer.codec, path, recognizer.loss, extra)
-    if recognizer.bundle is not None:  # LM, beam settings and calibration travel beside the file
-        save_bundle(recognizer.bundle, bundle_path(path))
+    # LMs, beam settings and calibration travel beside the file: the primary bundle as model.decoder.pt, the
+    # other languages' as model.<xx>.decoder.pt (where OnnxLineRecognizer looks for them)
+    for number, (language, bundle) in enumerate(recognizer.decoders.bundles.bundles.items()):
+        save_bundle(bundle, bundle_path(path, None if number == 0 else language))
     return path

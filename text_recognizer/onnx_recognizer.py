@@ -13,7 +13,6 @@ optional dependency (``pip install -r requirements-onnx.txt``); PyTorch stays th
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -21,25 +20,25 @@ from PIL import Image
 
 from text_recognizer.codec import Codec
 from text_recognizer.data.folder import open_image
-from text_recognizer.decoding.bundle import bundle_path, choose_bundle, load_bundle
-from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
-from text_recognizer.decoding.greedy import DecodedLine, ctc_decode
-from text_recognizer.decoding.readings import bundle_for_readings
+from text_recognizer.decoding.bundle_set import BundleSet
+from text_recognizer.decoding.decoder import DECODERS, Geometry
+from text_recognizer.decoding.line_decoders import LanguageDecoders
 from text_recognizer.export import METADATA_KEY
-from text_recognizer.line_batches import LineReader, read_in_batches
+from text_recognizer.line_batches import LineReader
 from text_recognizer.stem import preprocess
 
 
 class OnnxLineRecognizer(LineReader):
     """``predict``/``predict_lines`` over an ONNX file written by ``text_recognizer.export``.
 
-    ``decoder``, ``decoder_bundle``, ``use_lm``, ``beam_options`` and ``readings`` mean what they mean
-    for ``LineRecognizer``; the default bundle is the one exported beside the file, if any.
+    ``decoder``, ``decoder_bundle``, ``use_lm``, ``beam_options``, ``readings`` and ``language`` mean what they
+    mean for ``LineRecognizer``; the default bundles are those exported beside the file (``model.decoder.pt``,
+    ``model.<xx>.decoder.pt``), if any.
     """
 
     def __init__(self, path: str | Path, batch_size: int = 16, threads: int | None = None, decoder: str = "greedy",
                  decoder_bundle: str | Path | bool | None = None, use_lm: bool = True,
-                 beam_options: dict | None = None, readings: int = 1):
+                 beam_options: dict | None = None, readings: int = 1, language: str | None = None):
         try:
             import onnxruntime
         except ImportError as error:
@@ -69,12 +68,13 @@ class OnnxLineRecognizer(LineReader):
         self.batch_size = batch_size
         if decoder == "beam" and not self.is_ctc:
             raise ValueError(f"decoder='beam' needs a CTC model; {self.path} is a per-window (NLL) model")
-        beside = bundle_path(self.path)
-        exported = lambda: load_bundle(beside, self.codec) if beside.is_file() else None  # noqa: E731
-        self.bundle = choose_bundle(decoder_bundle, exported, self.codec, lambda: self.metadata.get("model_sha256"),
-                                    str(self.path))
-        decode_with, self.shift = bundle_for_readings(self.bundle, readings, str(self.path))  # shift 0: one reading
-        self.decoder = LineDecoder(self.codec, decoder, decode_with, use_lm=use_lm, **(beam_options or {}))
+        self.min_width = self.window_width
+        bundles = BundleSet.for_model(decoder_bundle, self.path, None, self.codec,
+                                      lambda: self.metadata.get("model_sha256"))
+        self.decoders = LanguageDecoders(self.codec, bundles, decoder, readings, language, use_lm, beam_options)
+        self.bundle = bundles.primary
+        self.decoder = self.decoders.default
+        self.shift = self.decoders.view(readings, self.decoders.language)[1]  # 0: one reading
 
     def preprocess(self, image: Image.Image | str | Path) -> torch.Tensor:
         """The shared stem at this model's height: ``(1, H, W)``."""
@@ -82,22 +82,12 @@ class OnnxLineRecognizer(LineReader):
             image = open_image(Path(image))
         return preprocess(image, self.height, deslant=self.deslant)
 
-    def predict_tensors(self, lines: Sequence[torch.Tensor],
-                        image_sizes: Sequence[tuple[int, int]] | None = None) -> list[DecodedLine]:
-        """Decode preprocessed ``(1, H, W)`` lines, batched by similar width, results in input order.
+    def log_probs_of(self, batch: torch.Tensor, widths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The exported network on a padded ``(N, 1, H, W)`` batch: ``(N, T, C)`` log-probabilities, frames ``(N,)``."""
+        log_probs, frames = self.session.run(None, {"images": batch.numpy(), "widths": widths.numpy()})
+        return torch.from_numpy(log_probs), torch.from_numpy(frames)  # (N, T, C), (N,)
 
-        ``image_sizes`` (original ``(width, height)`` per line) puts positions in the original images' pixels.
-        """
-        def log_probs_of(batch: torch.Tensor, widths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            log_probs, frames = self.session.run(None, {"images": batch.numpy(), "widths": widths.numpy()})
-            return torch.from_numpy(log_probs), torch.from_numpy(frames)  # (N, T, C), (N,)
-
-        def decode(log_probs: torch.Tensor, stem_width: int, size: tuple[int, int] | None) -> DecodedLine:
-            if not self.is_ctc:  # per-window (NLL) baseline: every frame is a character
-                return ctc_decode(log_probs[None], self.codec, collapse_repeats=False)[0]
-            geometry = Geometry.for_line(self.height, self.window_width, self.window_stride, stem_width, size,
-                                         centred=self.deslant)
-            return self.decoder.decode(log_probs, geometry)
-
-        return read_in_batches(lines, image_sizes, self.batch_size, log_probs_of, decode,
-                               self.shift if self.is_ctc else 0, min_width=self.window_width)
+    def geometry(self, stem_width: int, image_size: tuple[int, int] | None = None) -> Geometry:
+        """Frame -> pixel mapping for a line; ``image_size`` (original width, height) scales it back."""
+        return Geometry.for_line(self.height, self.window_width, self.window_stride, stem_width, image_size,
+                                 centred=self.deslant)

@@ -4,7 +4,8 @@ Why separate: the formats are a contract with scripts downstream (``jq``, spread
 are defined and tested in one place, independent of how the lines were read.
 
 - ``text``: ``FILE<TAB>TEXT`` per line (just ``TEXT`` when a single file was asked for);
-- ``jsonl``: one object ``{"image", "text", "confidence"}`` per line, written as each batch is done;
+- ``jsonl``: one object ``{"image", "text", "confidence"}`` per line, written as each batch is done (with
+  ``language``, the ISO 639-1 code of the language models, when the line was beam-decoded with them);
 - ``json``: a JSON list of those objects, written at the end (the CLI's original ``--json``).
 
 Files that could not be read appear in no format (they are reported on stderr instead).
@@ -25,6 +26,8 @@ def result_record(result: FileResult) -> dict:
     if result.line is None:
         raise ValueError(f"result for {result.path} has no text (error: {result.error})")
     record = {"image": str(result.path), "text": result.line.text, "confidence": round(result.line.confidence, 4)}
+    if getattr(result.line, "language", None) is not None:  # beam search: the language whose LMs read it
+        record["language"] = result.line.language
     for key in ("words", "chars"):  # [{text, confidence, start, end}], x in pixels of the image
         spans = getattr(result.line, key, ())
         if spans:

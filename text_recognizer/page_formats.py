@@ -5,19 +5,22 @@ and the XML ones are contracts with other tools (eScriptorium, Transkribus, OCR-
 so they are written and checked against their schemas in one place (``tests/test_page_formats.py``).
 
 - ``json``: ``PageResult.to_dict()``: ``{image, width, height, lines: [{id, polygon, baseline, text,
-  confidence, words: [{text, confidence, polygon}]}], text}``, coordinates in page pixels;
+  confidence, words: [{text, confidence, polygon}]}], text}``, coordinates in page pixels, and ``language``
+  (ISO 639-1) on the page and its lines when they were beam-decoded with a language's models;
 - ``text``: the page's text, a line of text per found line, in reading order;
 - ``page``: PAGE-XML 2019-07-15 (``PcGts``): ``Metadata``, then ``Page`` with the image's file name
   and size, one ``TextRegion`` around all lines, a ``TextLine`` per line with ``Coords`` (its polygon),
   ``Baseline``, a ``Word`` per word (``Coords``, ``TextEquiv`` with ``conf``) and the line's
   ``TextEquiv`` (``conf``, ``Unicode``); a line that could not be read has no ``TextEquiv`` and says why
   in ``comments``. PAGE points are whole non-negative pixels, so coordinates are rounded and kept on
-  the page;
+  the page. The language goes in ``primaryLanguage`` of the ``TextRegion`` and each ``TextLine``, by the
+  name PAGE's ``LanguageSimpleType`` gives it (``English``, ``French``; a code without a known name is left out);
 - ``alto``: ALTO 4.4 (namespace ``ns-v4``): ``Description`` (``MeasurementUnit`` pixel, the image's
   file name, the software), ``Layout/Page/PrintSpace``, one ``TextBlock``, a ``TextLine`` per line with
   its box, ``BASELINE`` as a points list (ALTO 4.2 and later) and ``Shape/Polygon``, a ``String`` per
   word (``CONTENT``, ``WC``, its box) with ``SP`` between words. ALTO wants a ``String`` in every line:
-  a line without words gets one ``String`` holding the line's text (empty for a line not read).
+  a line without words gets one ``String`` holding the line's text (empty for a line not read). The
+  language goes in ``LANG`` (``xsd:language``: the code, ``en``) of the ``TextBlock`` and each ``TextLine``.
 
 The XML formats need lxml (the ``page`` extra, as reading pages does); it is imported when they are
 written, with a clear ``ImportError`` where it is missing.
@@ -31,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from text_recognizer import __version__
+from text_recognizer.decoding.language import LANGUAGES
 from text_recognizer.page_reader import PageLine, PageResult, Point
 
 PAGE_NAMESPACE = "http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15"
@@ -103,6 +107,17 @@ def _conf(value: float) -> str:
     return f"{min(max(value, 0.0), 1.0):.4f}"
 
 
+def _page_language(element, code: str | None) -> None:
+    """``primaryLanguage``: PAGE names languages (``French``); codes it has no name for here are left out."""
+    if code in LANGUAGES:
+        element.set("primaryLanguage", LANGUAGES[code][0])
+
+
+def _alto_language(element, code: str | None) -> None:
+    if code is not None:
+        element.set("LANG", code)
+
+
 def page_xml(result: PageResult, created: str | None = None) -> bytes:
     """PAGE-XML 2019-07-15 for ``result`` (UTF-8 bytes with an XML declaration); ``created``: an ISO
     timestamp in UTC for ``Metadata/Created`` and ``LastChange`` (default: now)."""
@@ -122,10 +137,12 @@ def page_xml(result: PageResult, created: str | None = None) -> bytes:
         polygons = [_clamped(line.polygon, width, height) for line in result.lines]
         left, top, right, bottom = _box([p for polygon in polygons for p in polygon])
         region = etree.SubElement(page, f"{ns}TextRegion", id="region_1")
+        _page_language(region, result.language)
         etree.SubElement(region, f"{ns}Coords",
                          points=_points_text([(left, top), (right, top), (right, bottom), (left, bottom)]))
         for line, polygon in zip(result.lines, polygons):
             element = etree.SubElement(region, f"{ns}TextLine", id=line.id)
+            _page_language(element, line.language)
             if line.error is not None:
                 element.set("comments", f"error: {line.error}")
             etree.SubElement(element, f"{ns}Coords", points=_points_text(polygon))
@@ -206,11 +223,13 @@ def alto_xml(result: PageResult) -> bytes:
     polygons = [_clamped(line.polygon, width, height) for line in result.lines]
     block = etree.SubElement(space, f"{ns}TextBlock", ID="block_1")
     _alto_box(block, [p for polygon in polygons for p in polygon])
+    _alto_language(block, result.language)
     for line, polygon in zip(result.lines, polygons):
         element = etree.SubElement(block, f"{ns}TextLine", ID=line.id)
         _alto_box(element, polygon)
         if line.baseline:
             element.set("BASELINE", _points_text(_clamped(line.baseline, width, height)))
+        _alto_language(element, line.language)
         shape = etree.SubElement(element, f"{ns}Shape")
         etree.SubElement(shape, f"{ns}Polygon", POINTS=_points_text(polygon))
         _alto_strings(etree, ns, element, line, _box(polygon), width, height)

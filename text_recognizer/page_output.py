@@ -4,8 +4,10 @@ Why: kraken and eScriptorium segment pages into line polygons and baselines but 
 for the text; Transkribus and OCR-D exchange the result as PAGE-XML. This module cuts each line out
 exactly as training does (``text_recognizer.data.linecut``), reads it with a ``LineRecognizer`` and
 puts the text into the line's ``TextEquiv`` (replacing what was there), with the confidence as
-``conf``. Everything else in the file (regions, reading order, words, custom attributes, the
-namespace prefixes) is left as it was read: lxml edits the parsed tree in place.
+``conf``, and, when it was beam-decoded with a language's models, that language as the line's
+``primaryLanguage`` (the page's lines are read together: ``auto`` chooses one language for the page).
+Everything else in the file (regions, reading order, words, custom attributes, the namespace prefixes)
+is left as it was read: lxml edits the parsed tree in place.
 
 The new ``TextEquiv`` goes where the PAGE schema wants it in a ``TextLine``: after
 ``AlternativeImage``, ``Coords``, ``Baseline`` and ``Word``, before ``TextStyle``, ``UserDefined``
@@ -25,6 +27,7 @@ from text_recognizer.data.folder import open_image
 from text_recognizer.data.layout import LayoutError, PageLayout, read_layout
 from text_recognizer.data.linecut import cut_line, page_gray, polygon_problem
 from text_recognizer.decoding.greedy import DecodedLine
+from text_recognizer.decoding.language import LANGUAGES
 
 #: TextLine children that come before TextEquiv in the PAGE schema (2013 and 2019).
 _BEFORE_TEXT_EQUIV = ("AlternativeImage", "Coords", "Baseline", "Word")
@@ -114,8 +117,10 @@ def transcribe_page(recognizer, xml_path: str | Path) -> PageTranscription:
             except ValueError as error:
                 reason = str(error)
         result.problems.append((line.id, f"bad polygon: {reason}"))
-    for line, decoded in zip(lines, recognizer.predict_lines(cuts) if cuts else []):
+    for line, decoded in zip(lines, recognizer.predict_lines(cuts, together=True) if cuts else []):
         set_line_text(line.element, decoded.text, decoded.confidence)
+        if getattr(decoded, "language", None) in LANGUAGES:  # PAGE names languages: French, not fr
+            line.element.set("primaryLanguage", LANGUAGES[decoded.language][0])
         result.texts[line.id] = decoded
     _refresh_region_text(layout)
     _touch_last_change(layout)

@@ -11,7 +11,9 @@ is that one call (``LineRecognizer.read_page`` is a short cut to it):
    ``page`` extra);
 3. every line is cut out by its polygon and levelled by its baseline with the same cutter as
    ``--page-xml`` and training (``text_recognizer.data.linecut``), and all lines of the page are read
-   in width-sorted batches by the recognizer (greedy or beam, one or three readings, as it is set up);
+   in width-sorted batches by the recognizer (greedy or beam, one or three readings, as it is set up; beam
+   search in ``language="auto"`` chooses one language for the whole page, from all its lines together:
+   ``text_recognizer.decoding.language``);
 4. each word's span in its cut line (x from the decoder; y from the rows of ink under it) becomes a
    four-point polygon on the page through the cut's ``LineFrame`` (the crop offset and the levelling
    rotation undone).
@@ -30,6 +32,7 @@ them, or scale them down first.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +79,8 @@ class PageWord:
 @dataclass(frozen=True)
 class PageLine:
     """A found line: ``id``, polygon and baseline in page pixels, the text read in it with its confidence
-    and words, or ``error`` (and no text, confidence ``None``) when it could not be cut or read."""
+    and words, or ``error`` (and no text, confidence ``None``) when it could not be cut or read; ``language``:
+    the ISO 639-1 code of the language models it was beam-decoded with (``None``: none, as with greedy)."""
 
     id: str
     polygon: tuple[Point, ...]
@@ -85,6 +89,7 @@ class PageLine:
     confidence: float | None = None
     words: tuple[PageWord, ...] = ()
     error: str | None = None
+    language: str | None = None
 
     @property
     def box(self) -> tuple[float, float, float, float]:
@@ -93,11 +98,14 @@ class PageLine:
         return min(xs), min(ys), max(xs), max(ys)
 
     def to_dict(self) -> dict:
-        """``{id, polygon, baseline, text, confidence, words}`` (plain JSON types), and ``error`` if any."""
+        """``{id, polygon, baseline, text, confidence, words}`` (plain JSON types), and ``language`` and
+        ``error`` when they are set."""
         record = {"id": self.id, "polygon": _points(self.polygon), "baseline": _points(self.baseline),
                   "text": self.text,
                   "confidence": None if self.confidence is None else round(self.confidence, 4),
                   "words": [word.to_dict() for word in self.words]}
+        if self.language is not None:
+            record["language"] = self.language
         if self.error is not None:
             record["error"] = self.error
         return record
@@ -106,12 +114,14 @@ class PageLine:
 @dataclass(frozen=True)
 class PageResult:
     """A read page: ``image`` (the path as given, or a name), its size in pixels (after EXIF
-    orientation: the pixels every polygon is in) and its lines in reading order."""
+    orientation: the pixels every polygon is in) and its lines in reading order. ``language``: the language
+    its lines were beam-decoded in (``None`` for greedy), the most common one should they differ."""
 
     image: str
     width: int
     height: int
     lines: tuple[PageLine, ...] = ()
+    language: str | None = None
 
     @property
     def text(self) -> str:
@@ -119,9 +129,11 @@ class PageResult:
         return "\n".join(line.text for line in self.lines if line.error is None)
 
     def to_dict(self) -> dict:
-        """``{image, width, height, lines: [...], text}``: the page's JSON object."""
-        return {"image": self.image, "width": self.width, "height": self.height,
-                "lines": [line.to_dict() for line in self.lines], "text": self.text}
+        """``{image, width, height, lines: [...], text}``: the page's JSON object (and ``language`` when set)."""
+        record = {"image": self.image, "width": self.width, "height": self.height}
+        if self.language is not None:
+            record["language"] = self.language
+        return {**record, "lines": [line.to_dict() for line in self.lines], "text": self.text}
 
 
 def default_segmenter() -> Segmenter:
@@ -166,15 +178,21 @@ class PageReader:
                              "(--max-page-pixels, PageReader(max_pixels=...))")
 
     def read(self, image: Image.Image | str | Path, decoder: str | None = None, readings: int | None = None,
-             name: str | None = None) -> PageResult:
+             name: str | None = None, language: str | None = None) -> PageResult:
         """Read the page ``image`` (a PIL image or a path); see the module's docstring.
 
         ``name`` is the result's ``image`` (default: the path as given, or a PIL image's file name).
 
-        ``decoder`` (``"greedy"``/``"beam"``) and ``readings`` (1 or 3) override the recognizer's own for
-        this page (``LineRecognizer`` only). Raises ``ValueError`` for an image that cannot be opened or is
-        too large; problems with single lines are reported in those lines.
+        ``decoder`` (``"greedy"``/``"beam"``), ``readings`` (1 or 3) and ``language`` (a code or ``"auto"``)
+        override the recognizer's own for this page. Raises ``ValueError`` for an image that cannot be opened
+        or is too large, and ``LanguageError`` (a ``ValueError``) for a language the recognizer cannot read
+        with, before the page is opened; problems with single lines are reported in those lines.
         """
+        options = {key: value for key, value in (("decoder", decoder), ("readings", readings),
+                                                 ("language", language)) if value is not None}
+        language_for = getattr(self.recognizer, "language_for", None)
+        if language_for is not None:
+            language_for(decoder, language)  # an unavailable language fails before any work
         page, opened_as = self.open(image)
         name = opened_as if name is None else name
         width, height = oriented_size(page)
@@ -195,7 +213,7 @@ class PageReader:
             else:
                 cuts.append((len(lines), crop, frame))
             lines.append(line)
-        for index, decoded, problem in self._read_cuts([crop for _, crop, _ in cuts], decoder, readings):
+        for index, decoded, problem in self._read_cuts([crop for _, crop, _ in cuts], options):
             at, crop, frame = cuts[index]
             line = lines[at]
             if problem is not None:
@@ -203,13 +221,14 @@ class PageReader:
                 continue
             ink = _ink(crop)
             words = tuple(_page_word(word, ink, frame, (width, height)) for word in decoded.words)
-            lines[at] = PageLine(line.id, line.polygon, line.baseline, decoded.text, float(decoded.confidence), words)
-        return PageResult(name, width, height, tuple(lines))
+            lines[at] = PageLine(line.id, line.polygon, line.baseline, decoded.text, float(decoded.confidence), words,
+                                 language=getattr(decoded, "language", None))
+        return PageResult(name, width, height, tuple(lines), _page_language(lines))
 
-    def _read_cuts(self, crops: list[Image.Image], decoder: str | None, readings: int | None):
+    def _read_cuts(self, crops: list[Image.Image], options: dict):
         """Yield ``(index, decoded line or None, problem or None)`` for every cut line: all together in
-        width-sorted batches, or one by one (to find the culprit) if reading them together fails."""
-        options = {key: value for key, value in (("decoder", decoder), ("readings", readings)) if value is not None}
+        width-sorted batches (one language for all of them), or one by one (to find the culprit) if reading
+        them together fails."""
         tensors: dict[int, Any] = {}
         for index, crop in enumerate(crops):
             try:
@@ -222,7 +241,7 @@ class PageReader:
         try:
             # positions come back in each cut line's own pixels (its size given)
             decoded = self.recognizer.predict_tensors([tensors[i] for i in order], [crops[i].size for i in order],
-                                                      **options)
+                                                      together=True, **options)
         except ValueError:
             raise  # a bad decoder or readings option: the caller's mistake, not the lines'
         except Exception:  # noqa: BLE001 - one bad line must not fail the page: read them one by one
@@ -236,6 +255,12 @@ class PageReader:
             return
         for index, line in zip(order, decoded):
             yield index, line, None
+
+
+def _page_language(lines: Sequence[PageLine]) -> str | None:
+    """The language of a page's lines (one when they were read together), the most common should they differ."""
+    counts = Counter(line.language for line in lines if line.language is not None)
+    return counts.most_common(1)[0][0] if counts else None
 
 
 def _ink(crop: Image.Image) -> np.ndarray:

@@ -4,6 +4,7 @@ Command line (files, folders, glob patterns; see ``main``)::
 
     python -m text_recognizer.recognizer --checkpoint PATH INPUT... [--format text|jsonl|json] [--batch-size N]
     python -m text_recognizer.recognizer --page PAGE_IMAGE... [--format json|jsonl|text|page|alto] [--output-dir DIR]
+    python -m text_recognizer.recognizer --decoder beam --language fr|en|auto INPUT...   # a language's LMs
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,12 +20,12 @@ from PIL import Image
 
 from text_recognizer.checkpoint import LOSS_OF_OUTPUT_KIND, CheckpointError, load_checkpoint
 from text_recognizer.data.folder import open_image
-from text_recognizer.decoding.bundle import LanguageModelError, choose_bundle, decoder_bundle_for
+from text_recognizer.decoding.bundle import LanguageModelError
+from text_recognizer.decoding.bundle_set import BundleSet
 from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
-from text_recognizer.decoding.greedy import DecodedLine, ctc_decode
+from text_recognizer.decoding.line_decoders import LanguageDecoders
 from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
-from text_recognizer.decoding.readings import available_readings, bundle_for_readings
-from text_recognizer.line_batches import LineReader, read_in_batches
+from text_recognizer.line_batches import LineReader
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -49,20 +49,23 @@ class LineRecognizer(LineReader):
     codec, decoding, provenance, licence); ``config``, ``codec`` and ``metadata`` are short cuts into it.
 
     ``decoder``: ``"greedy"`` (best path) or ``"beam"`` (beam search with the checkpoint's language
-    model when it has one: inside the checkpoint (``decoding.decoder``) or in ``<checkpoint>.decoder.pt``;
-    see ``text_recognizer.decoding.bundle``). ``decoder_bundle`` overrides where that comes from (``False``: none, so
-    confidences are uncalibrated as before), ``use_lm=False``
+    models when it has them: inside the checkpoint (``decoding.decoder``) or in ``<checkpoint>.decoder.pt``,
+    and one bundle per further language in ``<checkpoint>.<xx>.decoder.pt``; see
+    ``text_recognizer.decoding.bundle_set``). ``decoder_bundle`` overrides where that comes from (a path: that
+    bundle alone; ``False``: none, so confidences are uncalibrated as before), ``use_lm=False``
     searches without the LM, ``beam_options`` overrides the tuned ``BeamOptions`` (beam_width,
     lm_weight, word_bonus, token_beam, threshold, word_lm_weight, word_lm_bonus, oov_penalty,
     rescore_lm_weight, corrections, correction_distance, blank_penalty). ``readings=3`` reads every
     line three times (as it is, moved up, moved down) and decodes the mean of the three posteriors, with
     the bundle's settings for that (``text_recognizer.decoding.readings``): fewer errors for three times
-    the model's work.
+    the model's work. ``language`` (an ISO 639-1 code such as ``"fr"``, or ``"auto"``; default: ``auto``
+    with bundles for several languages, else the only one) picks the language models of beam search
+    (``text_recognizer.decoding.line_decoders``); ``languages`` lists those the model has.
     """
 
     def __init__(self, checkpoint: str | Path | None = None, device: str | torch.device = "cpu", batch_size: int = 16,
                  decoder: str = "greedy", decoder_bundle: str | Path | bool | None = None, use_lm: bool = True,
-                 beam_options: dict | None = None, readings: int = 1):
+                 beam_options: dict | None = None, readings: int = 1, language: str | None = None):
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
         self.path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
@@ -74,47 +77,32 @@ class LineRecognizer(LineReader):
         self.device = torch.device(device)
         self.model = self.checkpoint.build_model().to(self.device).eval()
         self.batch_size = batch_size
+        self.is_ctc = self.loss == "ctc"
         path = self.path
         try:
-            bundle = choose_bundle(decoder_bundle, lambda: decoder_bundle_for(path, self.decoding.decoder, self.codec),
-                                   self.codec, lambda: hashlib.sha256(path.read_bytes()).hexdigest(), str(path))
+            bundles = BundleSet.for_model(decoder_bundle, path, self.decoding.decoder, self.codec,
+                                          lambda: hashlib.sha256(path.read_bytes()).hexdigest())
         except LanguageModelError as error:
             raise CheckpointError(str(error)) from error
-        if decoder == "beam" and self.loss != "ctc":
+        if decoder == "beam" and not self.is_ctc:
             raise ValueError(f"decoder='beam' needs a CTC model; {path} was trained with loss {self.loss!r}")
-        self.bundle, self._use_lm = bundle, use_lm
-        # (bundle to decode with, shift of the copies; 0: one reading) per available readings count, made once
-        self._views = {r: bundle_for_readings(bundle, r, str(path)) for r in available_readings(bundle)}
-        decode_with, self.shift = self._view(readings)
+        self.decoders = LanguageDecoders(self.codec, bundles, decoder, readings, language, use_lm, beam_options)
+        self.bundle = bundles.primary  # the model's own bundle (greedy calibration; what an export carries)
         self.readings = readings
-        self.decoder = LineDecoder(self.codec, decoder, decode_with, use_lm=use_lm, **(beam_options or {}))
-        self._decoders = {(decoder, readings): self.decoder}
-        self._decoders_lock = threading.Lock()
+        self.decoder = self.decoders.default
+        self.shift = self.decoders.view(readings, self.decoders.language)[1]
 
-    def readings_available(self) -> tuple[int, ...]:
-        """Readings per line this recognizer can decode with (3 needs a bundle with settings for it, or none)."""
-        return tuple(self._views)
-
-    def _view(self, readings: int) -> tuple[dict | None, int]:
-        """The bundle and copy shift for ``readings``; a clear ``ValueError`` for an unavailable count."""
-        if readings in self._views:
-            return self._views[readings]
-        return bundle_for_readings(self.bundle, readings, str(self.path))  # raises, saying why
-
-    def decoder_for(self, name: str | None, readings: int | None = None) -> LineDecoder:
-        """The decoder called ``name`` for ``readings`` readings per line (``None``: this recognizer's
-        defaults), built once with the same LM and the bundle's settings for that many readings."""
-        readings = self.readings if readings is None else readings
-        if name is None and readings == self.readings:
-            return self.decoder
-        name = self.decoder.name if name is None else name
+    def decoder_for(self, name: str | None, readings: int | None = None, language: str | None = None) -> LineDecoder:
+        """The decoder called ``name`` for ``readings`` readings per line in ``language`` (a code of the bundles;
+        ``None``: the primary bundle's), built once with the same LMs and the bundle's settings for that many
+        readings; ``None`` for ``name`` and ``readings``: this recognizer's defaults."""
+        name = self.decoders.name if name is None else name
         if name not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {name!r}")
-        with self._decoders_lock:
-            if (name, readings) not in self._decoders:
-                decode_with, _ = self._view(readings)
-                self._decoders[name, readings] = LineDecoder(self.codec, name, decode_with, use_lm=self._use_lm)
-            return self._decoders[name, readings]
+        readings = self.readings if readings is None else readings
+        if language is None and (name, readings) == (self.decoders.name, self.readings):
+            return self.decoder
+        return self.decoders.get(name, readings, language)
 
     @property
     def loss(self) -> str:
@@ -137,41 +125,20 @@ class LineRecognizer(LineReader):
                                  stem_width, image_size, centred=self.config.deslant)
 
     @torch.inference_mode()
-    def predict_tensors(self, lines: Sequence[torch.Tensor], image_sizes: Sequence[tuple[int, int]] | None = None,
-                        decoder: str | None = None, readings: int | None = None) -> list[DecodedLine]:
-        """Decode preprocessed ``(1, H, W)`` lines, batched by similar width to limit padding.
-
-        ``image_sizes`` (original ``(width, height)`` per line) puts word and character positions in
-        the original images' pixels; without it they are in preprocessed pixels. ``decoder``
-        overrides this recognizer's decoder for this call (``"greedy"`` or ``"beam"``), ``readings`` its
-        readings per line (1 or 3).
-        """
-        readings = self.readings if readings is None else readings
-        line_decoder = self.decoder_for(decoder, readings)
-        if line_decoder.name == "beam" and self.loss != "ctc":
-            raise ValueError(f"decoder='beam' needs a CTC model; {self.path} was trained with loss {self.loss!r}")
-        is_ctc = self.loss == "ctc"
-
-        def log_probs_of(batch: torch.Tensor, widths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            logits = self.model(batch.to(self.device), widths)  # (N, T, C)
-            return logits.float().log_softmax(-1).cpu(), self.model.output_lengths(widths)  # (N, T, C), (N,)
-
-        def decode(log_probs: torch.Tensor, stem_width: int, size: tuple[int, int] | None) -> DecodedLine:
-            if not is_ctc:  # per-window (NLL) baseline: every frame is a character
-                return ctc_decode(log_probs[None], self.codec, collapse_repeats=False)[0]
-            return line_decoder.decode(log_probs, self.geometry(stem_width, size))
-
-        shift = self._view(readings)[1] if is_ctc else 0
-        return read_in_batches(lines, image_sizes, self.batch_size, log_probs_of, decode, shift)
+    def log_probs_of(self, batch: torch.Tensor, widths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The network on a padded ``(N, 1, H, W)`` batch: its ``(N, T, C)`` log-probabilities on the CPU and
+        each line's valid frames ``(N,)``."""
+        logits = self.model(batch.to(self.device), widths)  # (N, T, C)
+        return logits.float().log_softmax(-1).cpu(), self.model.output_lengths(widths)  # (N, T, C), (N,)
 
     def read_page(self, image: Image.Image | str | Path, segmenter=None, decoder: str | None = None,
-                  readings: int | None = None):
+                  readings: int | None = None, language: str | None = None):
         """Read a whole page (a PIL image or a path): its lines found, cut out and read, words placed on the
         page. A short cut to ``text_recognizer.page_reader.PageReader(self, segmenter).read(...)``, which
         says what comes back (a ``PageResult``) and what is refused."""
         from text_recognizer.page_reader import PageReader  # the segmenter needs scipy: loaded when used
 
-        return PageReader(self, segmenter).read(image, decoder=decoder, readings=readings)
+        return PageReader(self, segmenter).read(image, decoder=decoder, readings=readings, language=language)
 
 
 #: More files than this get a progress bar on stderr (with --progress auto).

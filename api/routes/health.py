@@ -60,6 +60,8 @@ async def model_info(serving: ServingDep) -> ModelInfo:
         input_height=r.height,
         num_parameters=sum(t.numel() for t in r.model.parameters()),
         charset=r.codec.charset,
+        languages=list(r.languages),
+        language=r.language_for("beam", None),  # TEXT_RECOGNIZER_LANGUAGE was checked at startup
         num_classes=r.codec.num_classes,
         loss=r.loss,
         val_cer=meta.get("val_cer"),
@@ -67,3 +69,4 @@ async def model_info(serving: ServingDep) -> ModelInfo:
         step=meta.get("step"),
         config=r.config.to_dict(),
     )
+

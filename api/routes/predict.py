@@ -1,7 +1,8 @@
 """Recognition routes: one line, a batch with one result (or error) per image, or a whole page.
 
 The app puts its access-control dependencies (API keys, rate limit; see ``api/security.py``) in
-front of this router when they are configured. Decoder options (``decoder=``, ``readings=``) belong here too.
+front of this router when they are configured. Decoder options (``decoder=``, ``readings=``, ``language=``) belong
+here too.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from api.schemas import (
     Prediction,
 )
 from api.serving import ServingDep
+from text_recognizer.decoding.language import AUTO, LanguageError, parse_language
 
 router = APIRouter(tags=["recognition"])
 
@@ -47,7 +49,9 @@ _ERRORS = {
     },
     422: {
         "model": ErrorResponse,
-        "description": "a required field (file, files, image, images) is missing or of the wrong type",
+        "description": "a required field (file, files, image, images) is missing or of the wrong type; decoder, "
+        "readings or language is not one of theirs (language_unavailable: beam search in a language the model has "
+        "no decoder bundle for, or whose letters its alphabet lacks)",
     },
     429: {"model": ErrorResponse, "description": "over TEXT_RECOGNIZER_RATE_LIMIT; see the Retry-After header"},
     503: {
@@ -123,17 +127,39 @@ def decoder_choice(decoder: str | None, serving) -> str:
 _DECODER_HELP = "greedy or beam (beam search with the model's language model); default: TEXT_RECOGNIZER_DECODER"
 
 
-def readings_choice(readings: str | None, serving) -> int:
+def language_choice(language: str | None, decoder: str, serving) -> tuple[str | None, str | None]:
+    """``?language=``: ``(the language asked for, what it means with decoder)``. ``None`` asks for the server's
+    ``TEXT_RECOGNIZER_LANGUAGE`` (else the model's default); with greedy decoding any code is accepted and ignored
+    (its reading is the same in every language). A malformed value is a 422 ``bad_language``; with beam search, a
+    language the model has no bundle for (or cannot write) is a 422 ``language_unavailable`` naming those it has."""
+    try:
+        asked = parse_language(language)
+    except LanguageError:
+        raise APIError(422, "bad_language", f"language must be {AUTO!r} or an ISO 639-1 code such as 'en' or 'fr', "
+                       f"got {language!r}") from None
+    try:
+        return asked, serving.recognizer.language_for(decoder, asked)
+    except LanguageError as error:
+        raise APIError(422, "language_unavailable", str(error)) from None
+
+
+_LANGUAGE_HELP = ("the language models of decoder=beam: an ISO 639-1 code the model has a decoder bundle for (see "
+                  "/v1/model's languages), or auto: per line (per page on /v1/predict/page), the language whose "
+                  "character LM suits the greedy reading best; default: TEXT_RECOGNIZER_LANGUAGE, else auto when the "
+                  "model has several languages. Greedy decoding reads alike in every language and ignores it")
+
+
+def readings_choice(readings: str | None, serving, language: str | None = None) -> int:
     """``?readings=1|3``, else the server's ``TEXT_RECOGNIZER_READINGS``; anything else, or 3 where the model's
-    decoder bundle has no settings for it, is a 422."""
-    if readings is None:
-        return serving.settings.readings
-    if readings not in ("1", "3"):
+    decoder bundle (of ``language``, as ``language_choice`` resolved it) has no settings for it, is a 422."""
+    if readings is not None and readings not in ("1", "3"):
         raise APIError(422, "bad_readings", f"readings must be 1 or 3, got {readings!r}")
-    if int(readings) not in serving.recognizer.readings_available():
-        raise APIError(422, "readings_unavailable",
-                       "this server's model has no decoder settings for 3 readings per line; use readings=1")
-    return int(readings)
+    count = serving.settings.readings if readings is None else int(readings)
+    if count not in serving.recognizer.readings_available(language):
+        where = "" if language in (None, "auto") else f" in {language!r}"
+        raise APIError(422, "readings_unavailable", f"this server's model has no decoder settings for 3 readings per "
+                       f"line{where}; use readings=1")
+    return count
 
 
 _READINGS_HELP = ("1 or 3: read each line once, or three times (as it is, moved up, moved down) and decode the mean: "
@@ -146,11 +172,14 @@ async def predict(
     serving: ServingDep,
     decoder: str | None = Query(None, description=_DECODER_HELP),
     readings: str | None = Query(None, description=_READINGS_HELP),
+    language: str | None = Query(None, description=_LANGUAGE_HELP, examples=["auto", "en", "fr"]),
 ) -> Prediction:
     """Recognise one line: multipart field ``file``, JSON ``{"image": base64 or data URL}``, or a raw image body."""
-    decoder, readings = decoder_choice(decoder, serving), readings_choice(readings, serving)
+    decoder = decoder_choice(decoder, serving)
+    language, resolved = language_choice(language, decoder, serving)
+    readings = readings_choice(readings, serving, resolved)
     item = await single_image(request)
-    result = await run_job(request, serving, [item], decoder, readings)
+    result = await run_job(request, serving, [item], decoder, readings, language)
     if item.error is not None:
         raise item.error
     return Prediction(
@@ -174,6 +203,7 @@ async def predict_batch(
     serving: ServingDep,
     decoder: str | None = Query(None, description=_DECODER_HELP),
     readings: str | None = Query(None, description=_READINGS_HELP),
+    language: str | None = Query(None, description=_LANGUAGE_HELP, examples=["auto", "en", "fr"]),
 ) -> BatchPrediction:
     """Recognise several lines (multipart ``files`` or JSON ``{"images": [...]}``) as one padded batch.
 
@@ -181,9 +211,11 @@ async def predict_batch(
     request order, with its file name (multipart) or ``id`` (JSON objects) and either a ``prediction``
     or an ``error`` ({code, detail, status}), so one corrupt image never fails the others.
     """
-    decoder, readings = decoder_choice(decoder, serving), readings_choice(readings, serving)
+    decoder = decoder_choice(decoder, serving)
+    language, resolved = language_choice(language, decoder, serving)
+    readings = readings_choice(readings, serving, resolved)
     items = await batch_images(request, serving.settings.max_batch)
-    result = await run_job(request, serving, items, decoder, readings)
+    result = await run_job(request, serving, items, decoder, readings, language)
     for item in items:
         if item.error is not None:  # a single request's error is counted by the error handler
             request.app.state.metrics.rejected.labels(item.error.code).inc()
@@ -229,7 +261,8 @@ _PAGE_RESPONSES = {
     },
     **_ERRORS,
     422: {"model": ErrorResponse,
-          "description": "the field 'file' or 'image' is missing, or decoder, readings or format is not one of theirs"},
+          "description": "the field 'file' or 'image' is missing, or decoder, readings, language or format is not one "
+          "of theirs (language_unavailable: beam search in a language the model has no decoder bundle for)"},
     501: {"model": ErrorResponse,
           "description": "the server lacks the packages for pages (scipy) or for the XML formats (lxml)"},
 }
@@ -253,6 +286,7 @@ async def predict_page(
     serving: ServingDep,
     decoder: str | None = Query(None, description=_DECODER_HELP),
     readings: str | None = Query(None, description=_READINGS_HELP),
+    language: str | None = Query(None, description=_LANGUAGE_HELP, examples=["auto", "en", "fr"]),
     fmt: str = Query("json", alias="format", description=_FORMAT_HELP, json_schema_extra={"enum": list(PAGE_FORMATS)}),
 ):
     """Read a whole page: find its text lines, read them in reading order, and return each with its polygon,
@@ -262,10 +296,12 @@ async def predict_page(
     image body) within the same body, pixel and side limits. A line that cannot be cut or read is returned
     with an ``error`` and no text; it never fails the page. A page without writing gives zero lines.
     """
-    decoder, readings = decoder_choice(decoder, serving), readings_choice(readings, serving)
+    decoder = decoder_choice(decoder, serving)
+    language, resolved = language_choice(language, decoder, serving)
+    readings = readings_choice(readings, serving, resolved)
     fmt = format_choice(fmt)
     item = await single_image(request)
-    result = await run_page_job(request, serving, item, decoder, readings, fmt)
+    result = await run_page_job(request, serving, item, decoder, readings, fmt, language)
     version = serving.provenance.version
     if fmt != "json":
         return Response(result["body"], media_type="application/xml", headers={"X-Model-Version": version})

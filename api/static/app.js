@@ -81,8 +81,9 @@ function showError(message) {
 }
 
 function clearResult() {
-  for (const id of ["text", "confidence", "model", "timing"]) el(id).replaceChildren();
+  for (const id of ["text", "confidence", "model", "timing", "read-language"]) el(id).replaceChildren();
   el("legend").hidden = true;
+  el("language-row").hidden = true;
 }
 
 // The text, word by word when the response has per-word confidences, with the unsure words in <mark>
@@ -139,7 +140,7 @@ async function recognise() {
   el("recognise").disabled = true;
   el("result").setAttribute("aria-busy", "true");
   try {
-    const response = await fetch("/v1/predict", { method: "POST", body: form, headers });
+    const response = await fetch(`/v1/predict${readingQuery()}`, { method: "POST", body: form, headers });
     let body = null;
     try { body = await response.json(); } catch (_) { /* not JSON */ }
     if (!response.ok) {
@@ -152,6 +153,8 @@ async function recognise() {
     }
     showText(body);
     el("confidence").textContent = `${(100 * body.confidence).toFixed(1)} %`;
+    el("read-language").textContent = body.language ? languageLabel(body.language) : "";
+    el("language-row").hidden = !body.language;  // greedy reading uses no language's models
     el("model").textContent = body.model_version;
     el("timing").textContent = ` · ${body.image_width}×${body.image_height} px · ${body.elapsed_ms.toFixed(1)} ms`;
   } catch (error) {

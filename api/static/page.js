@@ -116,7 +116,8 @@ function showPage(body) {
   const count = body.lines.length;
   el("summary").textContent = (count === 0 ? "No lines of writing were found on this page."
                                           : `${count} line${count === 1 ? "" : "s"} found`) +
-    ` · ${body.width}×${body.height} px · model ${body.model_version} · ${body.elapsed_ms.toFixed(0)} ms`;
+    ` · ${body.width}×${body.height} px · model ${body.model_version}` +
+    (body.language ? ` · language ${languageLabel(body.language)}` : "") + ` · ${body.elapsed_ms.toFixed(0)} ms`;
   el("page-text").value = body.text;
   el("copy").disabled = body.text === "";
 }
@@ -134,7 +135,7 @@ async function readPage() {
   el("result").setAttribute("aria-busy", "true");
   clearResult();
   try {
-    const response = await fetch("/v1/predict/page", { method: "POST", body: form, headers });
+    const response = await fetch(`/v1/predict/page${readingQuery()}`, { method: "POST", body: form, headers });
     let body = null;
     try { body = await response.json(); } catch (_) { /* not JSON */ }
     if (!response.ok) {

@@ -204,5 +204,51 @@ def test_drawing_gives_a_response(page):
     assert page.inner_text("#confidence").endswith("%")
 
 
+def test_the_language_selector(page, server, lines):
+    """The decoder and language selectors: the model's languages from /v1/model (the tiny model has none, so only
+    the server default; then a bilingual model's answer), sent as ?decoder=&language=, a 422 for a language the
+    model lacks shown as an error, and the language of the answer shown with the text."""
+    assert page.get_by_label("Decoder").get_attribute("id") == "decoder"
+    assert page.get_by_label("Language").get_attribute("id") == "language"
+    assert page.locator("#language option").evaluate_all("options => options.map(o => o.value)") == ["", "auto"]
+    assert page.is_disabled("#language option[value=auto]")
+    assert "none" in page.inner_text("#language-default")
+    model = httpx.get(server.url + "/v1/model", timeout=30).json()
+    bilingual = json.dumps({**model, "languages": ["en", "fr"], "language": "auto"})
+    page.route("**/v1/model", lambda route: route.fulfill(status=200, content_type="application/json", body=bilingual))
+    path, text = lines[0]
+    try:
+        page.reload()
+        page.wait_for_selector("#language option[value=fr]", state="attached")
+        assert page.locator("#language option").all_inner_texts()[1:] == ["auto (chosen for the line)", "English (en)",
+                                                                          "French (fr)"]
+        assert page.is_enabled("#language option[value=auto]") and "auto" in page.inner_text("#language-default")
+        page.select_option("#decoder", "beam")
+        page.select_option("#language", "fr")
+        page.set_input_files("#file", str(path))
+        with page.expect_response(lambda r: "/v1/predict?" in r.url) as response:
+            page.click("#recognise")
+        page.wait_for_selector("#recognise:enabled")
+        assert response.value.status == 422 and "decoder=beam&language=fr" in response.value.url
+        page.wait_for_selector("#error:not([hidden])")  # the real server: the tiny model has no French bundle
+        assert "Error 422" in page.inner_text("#error") and "French (fr)" in page.inner_text("#error")
+        real = httpx.post(server.url + "/v1/predict", files={"file": (path.name, path.read_bytes(), "image/png")},
+                          timeout=30).json()
+        answer = json.dumps({**real, "language": "fr"})
+        page.route("**/v1/predict?*", lambda route: route.fulfill(status=200, content_type="application/json",
+                                                                    body=answer))
+        with page.expect_response(lambda r: "/v1/predict?" in r.url) as response:
+            page.click("#recognise")
+        page.wait_for_selector("#recognise:enabled")
+        assert response.value.status == 200 and page.is_hidden("#error")
+        assert page.inner_text("#text") == text and page.inner_text("#read-language") == "French (fr)"
+    finally:
+        page.unroute("**/v1/model")
+        page.unroute("**/v1/predict?*")
+        page.reload()  # the server's own languages and defaults again
+    page.wait_for_selector("#language-default:has-text('none')")
+    assert page.input_value("#language") == "" and page.input_value("#decoder") == ""
+
+
 def test_no_javascript_errors(page):
-    assert [e for e in page.js_errors if "400" not in e and "415" not in e] == []
+    assert [e for e in page.js_errors if "400" not in e and "415" not in e and "422" not in e] == []

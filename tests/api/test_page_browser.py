@@ -168,3 +168,22 @@ def test_nothing_chosen(tab):
     tab.click("#read")
     tab.wait_for_selector("#error:not([hidden])")
     assert "Choose an image" in tab.inner_text("#error")
+
+
+def test_the_page_is_read_in_the_chosen_language(tab, server, page_file):
+    """The page reader sends the selectors as ?decoder=&language= and says which language read the page."""
+    path, _ = page_file
+    assert tab.get_by_label("Language").get_attribute("id") == "language"
+    assert "auto (chosen for the page)" in tab.locator("#language option").all_inner_texts()
+    tab.set_input_files("#page-file", str(path))
+    tab.select_option("#decoder", "beam")
+    real = httpx.post(server.url + "/v1/predict/page?decoder=beam",
+                      files={"file": (path.name, path.read_bytes(), "image/png")}, timeout=120).json()
+    answer = json.dumps({**real, "language": "fr"})
+    tab.route(ROUTE + "?*", lambda route: route.fulfill(status=200, content_type="application/json", body=answer))
+    with tab.expect_response(lambda r: "/v1/predict/page?" in r.url) as response:
+        tab.click("#read")
+    tab.wait_for_selector("#read:enabled")
+    assert response.value.url.endswith("/v1/predict/page?decoder=beam") and response.value.status == 200
+    assert "language French (fr)" in tab.inner_text("#summary")
+    assert tab.js_errors == []

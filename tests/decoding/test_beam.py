@@ -51,6 +51,14 @@ def test_language_model_turns_thc_into_the() -> None:
     assert CODEC.decode(collapse(with_lm.best_path(log_probs))) == "the"
 
 
+def test_an_alphabet_that_writes_a_pipe_decodes_with_the_alternate_space_token() -> None:
+    codec = Codec(" ceht|")  # as the Latin alphabet: | is a character, so the LM's spaces are ▁
+    arpa = build_arpa(["the the the", "the teeth the"] * 5, codec, order=3)
+    log_probs = torch.cat([ambiguous_the(), torch.full((6, 1), -30.0)], dim=1).log_softmax(-1)  # (T, C + 1)
+    with_lm = BeamDecoder(codec, BeamOptions(beam_width=8, lm_weight=1.0, word_bonus=0.0), arpa)
+    assert codec.decode(collapse(with_lm.best_path(log_probs))) == "the"
+
+
 def test_word_language_model_rescores_the_final_beam() -> None:
     """No character LM: the search ends on 'thc'; a word model that knows 'the' picks the other reading."""
     word_model = WordLanguageModel(build_word_arpa(["the the the", "the tee"] * 3, order=2, min_count=1))

@@ -47,8 +47,10 @@ def test_build_arpa_drops_lines_the_model_cannot_write() -> None:
         build_arpa(["hello"], CODEC, order=7)
     with pytest.raises(ValueError, match="no usable text"):
         build_arpa(["HELLO"], CODEC)
-    with pytest.raises(ValueError, match="reserves"):
-        build_arpa(["a"], Codec("a|"))
+    piped = build_arpa(["a | a"], Codec("a |"), order=2)  # an alphabet that writes | itself: spaces are ▁
+    assert "a \u2581" in piped and "\u2581 |" in piped
+    with pytest.raises(ValueError, match="both"):
+        build_arpa(["a"], Codec("a|\u2581"))
 
 
 def test_bundle_round_trip_and_errors(tmp_path) -> None:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields
 import torch
 
 from text_recognizer.codec import BLANK_ID, Codec
-from text_recognizer.decoding.bundle import SPACE_TOKEN
+from text_recognizer.decoding.bundle import space_token_for
 from text_recognizer.decoding.kenlm import load_kenlm
 from text_recognizer.decoding.rescoring import LexiconCorrector, Rescorer, Weights
 from text_recognizer.decoding.word_lm import WordLanguageModel
@@ -115,8 +115,9 @@ class BeamDecoder:
             raise TypeError(f"codec must be a Codec, got {type(codec).__name__}")
         self.codec = codec
         self.options = options or BeamOptions()
-        tokens = ["<blank>"] + [SPACE_TOKEN if c == " " else c for c in codec.charset]
-        self.space_id = tokens.index(SPACE_TOKEN) if " " in codec.charset else BLANK_ID
+        space = space_token_for(codec.charset)
+        tokens = ["<blank>"] + [space if c == " " else c for c in codec.charset]
+        self.space_id = tokens.index(space) if " " in codec.charset else BLANK_ID
         self.has_lm = arpa is not None and self.options.lm_weight > 0
         if self.has_lm:
             lm = load_kenlm(KenLM, arpa, Dictionary(tokens))
@@ -141,6 +142,21 @@ class BeamDecoder:
             self.rescorer = Rescorer(codec, Weights(o.rescore_lm_weight, o.word_lm_weight, o.word_lm_bonus,
                                                     o.oov_penalty), self.word_lm, lm if self.has_lm else None,
                                      corrector)
+
+    def char_log10(self, text: str) -> float:
+        """log10 p(``text``, then the end of the line) under the search's character LM (0.0 without one).
+
+        Why here: the LM is loaded once, for the search; ``auto`` language choice scores greedy readings with it
+        (``text_recognizer.decoding.language``). Characters the codec cannot write are a ``ValueError``.
+        """
+        if not self.has_lm:
+            return 0.0
+        state = self._lm.start(False)
+        total = 0.0
+        for token in self.codec.encode(text):  # token index = class id: the dictionary is blank + the charset
+            state, score = self._lm.score(state, token)
+            total += score
+        return total + self._lm.finish(state)[1]
 
     def best_path(self, log_probs: torch.Tensor) -> list[int]:
         """``(T, C)`` log-probabilities -> the best hypothesis as one class id per frame."""

@@ -5,15 +5,21 @@ texts of the character LM and the optional word LM (stored as uint8 tensors, see
 the word LM's optional lexicon, the alphabet they were built for, the beam settings tuned for the
 model, the confidence calibration and, optionally, a second set of both for reading each line three
 times (``three_readings``, ``text_recognizer.decoding.readings``). ``decoder_bundle_for`` is the one
-place that finds it for a checkpoint: inside the checkpoint (``decoding.decoder``) if present, else
+place that finds a checkpoint's own bundle: inside the checkpoint (``decoding.decoder``) if present, else
 in the file ``<checkpoint>.decoder.pt``. The LMs are built by ``text_recognizer.decoding.lm_builder``
 (command line: ``python -m training.build_lm``).
+
+A bundle's LMs are of one language: its ``language`` field, an ISO 639-1 code (``"en"``, ``"fr"``). Bundles
+written before the field existed have none and are English (``bundle_language``). A model reads other
+languages with more bundles beside it, ``<checkpoint stem>.<language>.decoder.pt`` (``best.fr.decoder.pt``
+beside ``best.pt``; ``language_bundle_paths`` finds them, ``bundle_set.py`` loads them).
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,14 +27,32 @@ from pathlib import Path
 import torch
 
 from text_recognizer.codec import Codec
+from text_recognizer.decoding.language import LanguageError, check_language, described, missing_letters
 from text_recognizer.decoding.readings import SECTION, check_three_readings
 
-#: The LM token for a space (ARPA tokens cannot be blank).
+#: The LM token for a space (ARPA tokens cannot be blank) ...
 SPACE_TOKEN = "|"
+#: ... or, for an alphabet that holds ``|`` itself (the Latin alphabet), this one.
+ALTERNATE_SPACE_TOKEN = "\u2581"  # ▁ lower one eighth block
+
+
+def space_token_for(charset: str) -> str:
+    """The LM token standing for a space with ``charset``: ``|`` unless the alphabet writes ``|``, then ``▁``.
+
+    Why a rule on the alphabet rather than a field: the search (beam.py) and the LM builder derive the same token
+    from the model's alphabet, and every bundle built before the rule (IAM alphabets, no ``|``) keeps ``|``.
+    """
+    for token in (SPACE_TOKEN, ALTERNATE_SPACE_TOKEN):
+        if token not in charset:
+            return token
+    raise ValueError(f"the alphabet holds both {SPACE_TOKEN!r} and {ALTERNATE_SPACE_TOKEN!r}; the LM needs one of "
+                     "them for spaces")
 BUNDLE_KIND = "text_recognizer.decoder"
 BUNDLE_VERSION = 1
 #: The bundle's language models: the character LM of the search and the optional word LM that re-scores.
 LM_KEYS = ("lm", "word_lm")
+#: The language of a bundle without a ``language`` field (every bundle written before it existed).
+DEFAULT_LANGUAGE = "en"
 
 
 class LanguageModelError(ValueError):
@@ -36,13 +60,21 @@ class LanguageModelError(ValueError):
 
 
 def make_bundle(arpa: str | None, codec: Codec, order: int | None, source: str, beam: dict | None = None,
-                calibration: dict | None = None, word_lm: dict | None = None) -> dict:
-    """A decoder bundle of plain types (see the module docstring); ``word_lm`` from ``word_lm_entry``."""
+                calibration: dict | None = None, word_lm: dict | None = None, language: str = DEFAULT_LANGUAGE) -> dict:
+    """A decoder bundle of plain types (see the module docstring); ``word_lm`` from ``word_lm_entry``;
+    ``language``: the ISO 639-1 code of the LMs' text."""
     lm = None
     if arpa is not None:
-        lm = {"unit": "char", "order": order, "space_token": SPACE_TOKEN, "source": source, **_packed(arpa)}
+        space = space_token_for(codec.charset)
+        lm = {"unit": "char", "order": order, "space_token": space, "source": source, **_packed(arpa)}
     return {"kind": BUNDLE_KIND, "version": BUNDLE_VERSION, "charset": codec.charset, "lm": lm,
-            "beam": dict(beam or {}), "calibration": calibration, "word_lm": word_lm}
+            "beam": dict(beam or {}), "calibration": calibration, "word_lm": word_lm,
+            "language": check_language(language)}
+
+
+def bundle_language(bundle: dict) -> str:
+    """The ISO 639-1 code of the bundle's language models; a bundle without the field is English."""
+    return bundle.get("language") or DEFAULT_LANGUAGE
 
 
 def word_lm_entry(arpa: str, order: int, min_count: int, source: str, lexicon: Sequence[str] | None = None,
@@ -65,10 +97,26 @@ def _packed(text: str) -> dict:
 _PACKED = {"arpa_gz": "sha256", "lexicon_gz": "lexicon_sha256"}
 
 
-def bundle_path(checkpoint: str | Path) -> Path:
-    """Where the decoder bundle of ``checkpoint`` lives: ``best.pt`` -> ``best.decoder.pt``."""
+def bundle_path(checkpoint: str | Path, language: str | None = None) -> Path:
+    """Where the decoder bundle of ``checkpoint`` lives: ``best.pt`` -> ``best.decoder.pt``; with a
+    ``language``, where that language's lives: ``best.pt``, ``"fr"`` -> ``best.fr.decoder.pt``."""
     checkpoint = Path(checkpoint)
-    return checkpoint.with_name(checkpoint.stem + ".decoder.pt")
+    infix = "" if language is None else f".{check_language(language)}"
+    return checkpoint.with_name(f"{checkpoint.stem}{infix}.decoder.pt")
+
+
+def language_bundle_paths(checkpoint: str | Path) -> dict[str, Path]:
+    """The language -> file of the per-language bundles beside ``checkpoint`` (``<stem>.<xx>.decoder.pt``),
+    sorted by language; the plain ``<stem>.decoder.pt`` is not among them."""
+    checkpoint = Path(checkpoint)
+    pattern = re.compile(re.escape(checkpoint.stem) + r"\.([a-z]{2})\.decoder\.pt")
+    found = {}
+    if checkpoint.parent.is_dir():
+        for path in checkpoint.parent.iterdir():
+            match = pattern.fullmatch(path.name)
+            if match and path.is_file():
+                found[match.group(1)] = path
+    return dict(sorted(found.items()))
 
 
 def save_bundle(bundle: dict, path: str | Path) -> Path:
@@ -116,10 +164,15 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
         raise LanguageModelError(
             f"{where} has bundle version {bundle.get('version')}, this version reads {BUNDLE_VERSION}"
         )
-    if codec is not None and bundle.get("charset") != codec.charset:
-        raise LanguageModelError(
-            f"{where} was built for the alphabet {bundle.get('charset')!r}, but the model's is {codec.charset!r}"
-        )
+    if bundle.get("language") is not None:
+        try:
+            check_language(bundle["language"])
+        except LanguageError as error:
+            raise LanguageModelError(f"{where}: its language field is wrong: {error}") from error
+    if codec is not None:
+        problem = alphabet_problem(bundle, codec)
+        if problem:
+            raise LanguageModelError(f"{where}: {problem}")
     if SECTION in bundle:
         try:
             check_three_readings(bundle[SECTION], where)
@@ -147,6 +200,26 @@ def check_bundle(bundle: object, codec: Codec | None, where: str) -> dict:
     return bundle
 
 
+def alphabet_problem(bundle: dict, codec: Codec) -> str | None:
+    """Why a model with ``codec`` cannot decode with ``bundle`` (``None``: it can).
+
+    A bundle is built for one alphabet (its ``charset``, the one its LMs' tokens index): another model's
+    alphabet does not fit it. And a model whose alphabet lacks its language's letters cannot write that
+    language, whatever bundle it is given (an IAM-only model has no accented letters for French).
+    """
+    language = bundle_language(bundle)
+    lacking = missing_letters(language, codec.charset)
+    charset = bundle.get("charset")
+    if lacking:
+        other = "" if charset == codec.charset else (f"; the bundle was built for another alphabet "
+                                                     f"({len(charset or '')} characters, the model's has "
+                                                     f"{len(codec.charset)})")
+        return f"the model's alphabet cannot write {described(language)}: it lacks {lacking!r}{other}"
+    if charset != codec.charset:
+        return f"the bundle was built for the alphabet {charset!r}, but the model's is {codec.charset!r}"
+    return None
+
+
 def decoder_bundle_for(checkpoint: str | Path, embedded: dict | None, codec: Codec) -> dict | None:
     """The decoder bundle travelling with a checkpoint, or ``None``.
 
@@ -159,23 +232,16 @@ def decoder_bundle_for(checkpoint: str | Path, embedded: dict | None, codec: Cod
     return load_bundle(path, codec) if path.is_file() else None
 
 
-def choose_bundle(choice: str | Path | bool | None, default: Callable[[], dict | None], codec: Codec,
-                  model_sha256: Callable[[], str | None], model: str) -> dict | None:
-    """The decoder bundle a recognizer uses, the one rule for PyTorch and ONNX Runtime alike.
+def warn_if_tuned_for_another(bundle: dict, model_sha256: Callable[[], str | None], model: str) -> None:
+    """Warn when ``bundle`` was tuned and calibrated for another model than ``model``.
 
-    ``choice``: ``False`` for none (greedy decoding, raw confidences), a bundle path, or ``None`` for
-    ``default()`` (the bundle that travels with the model). A bundle records the sha256 of the model it
-    was tuned and calibrated for; when ``model_sha256()`` differs, a warning says so, because its
-    confidences and LM weights would be off for ``model``.
+    A bundle records the sha256 of the model it was tuned for; with other weights its confidences and LM
+    weights would be off, which still reads, so it is a warning, not an error.
     """
-    if choice is False:
-        return None
-    bundle = load_bundle(choice, codec) if choice is not None else default()
-    tuned_for = (bundle or {}).get("model_sha256")
+    tuned_for = bundle.get("model_sha256")
     if tuned_for and tuned_for != model_sha256():
         warnings.warn(f"the decoder bundle of {model} was tuned and calibrated for another model: confidences and "
-                      "LM settings may be off; rerun benchmarks/decoding.py (see README, Decoding)", stacklevel=3)
-    return bundle
+                      "LM settings may be off; rerun benchmarks/decoding.py (see README, Decoding)", stacklevel=4)
 
 
 def _stored_bytes(stored: bytes | torch.Tensor, where: str) -> bytes:

@@ -41,18 +41,24 @@ class DecodedLine:
     ``ctc_decode`` fills only ``text`` and ``confidence``: the geometric mean over the line's frames
     of the best class probability, ``exp(mean_t max_c log p_t(c))``. ``text_recognizer.decoding.decoder``
     also fills ``words`` and ``chars`` (spaces are not characters here) and calibrates the numbers
-    (see its docstring for what they mean).
+    (see its docstring for what they mean). ``language`` is the ISO 639-1 code of the language models the
+    line was beam-decoded with (``text_recognizer.decoding.language``); ``None`` when none read it (greedy).
     """
 
     text: str
     confidence: float
     words: tuple[Span, ...] = ()
     chars: tuple[Span, ...] = ()
+    language: str | None = None
 
     def to_dict(self) -> dict:
-        """``{text, confidence, words: [{text, confidence, start, end}], chars: [...]}`` (plain JSON types)."""
-        return {"text": self.text, "confidence": round(self.confidence, 4),
-                "words": [w.to_dict() for w in self.words], "chars": [c.to_dict() for c in self.chars]}
+        """``{text, confidence, words: [{text, confidence, start, end}], chars: [...]}`` (plain JSON types),
+        and ``language`` when the line was read with a language's models."""
+        record = {"text": self.text, "confidence": round(self.confidence, 4),
+                  "words": [w.to_dict() for w in self.words], "chars": [c.to_dict() for c in self.chars]}
+        if self.language is not None:
+            record["language"] = self.language
+        return record
 
 
 def collapse(ids: list[int], blank: int = BLANK_ID) -> list[int]:

@@ -23,7 +23,14 @@ from pathlib import Path
 from text_recognizer.codec import Codec
 from text_recognizer.data.folder import read_labels
 from text_recognizer.data.tokenization import detokenize
-from text_recognizer.decoding.bundle import SPACE_TOKEN, make_bundle, word_lm_entry
+from text_recognizer.decoding.bundle import (
+    DEFAULT_LANGUAGE,
+    SPACE_TOKEN,
+    make_bundle,
+    space_token_for,
+    word_lm_entry,
+)
+from text_recognizer.decoding.language import check_language, described, missing_letters
 from text_recognizer.decoding.ngram import estimate_kneser_ney, format_arpa
 from text_recognizer.decoding.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER, build_word_arpa, read_lexicon
 
@@ -49,9 +56,9 @@ def read_texts(sources: Sequence[str | Path]) -> list[str]:
     return [line for line in lines if line]
 
 
-def char_tokens(text: str) -> list[str]:
-    """One LM token per character, spaces as ``|``."""
-    return [SPACE_TOKEN if c == " " else c for c in text]
+def char_tokens(text: str, space: str = SPACE_TOKEN) -> list[str]:
+    """One LM token per character, spaces as ``space`` (``bundle.space_token_for`` the model's alphabet)."""
+    return [space if c == " " else c for c in text]
 
 
 def build_arpa(lines: Iterable[str], codec: Codec, order: int = MAX_ORDER) -> str:
@@ -61,9 +68,8 @@ def build_arpa(lines: Iterable[str], codec: Codec, order: int = MAX_ORDER) -> st
     """
     if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= MAX_ORDER:
         raise ValueError(f"order must be an integer in [1, {MAX_ORDER}] (KenLM's limit), got {order!r}")
-    if SPACE_TOKEN in codec.charset:
-        raise ValueError(f"the codec's charset uses {SPACE_TOKEN!r}, which the LM reserves for spaces")
-    sentences = [char_tokens(line) for line in lines if line and not codec.unknown_characters(line)]
+    space = space_token_for(codec.charset)
+    sentences = [char_tokens(line, space) for line in lines if line and not codec.unknown_characters(line)]
     if not sentences:
         raise ValueError("no usable text: every line was empty or had characters outside the model's charset")
     return format_arpa(estimate_kneser_ney(sentences, order))
@@ -87,11 +93,18 @@ class LanguageModelSpec:
 
 
 def build_decoder_bundle(lines: Sequence[str], codec: Codec, spec: LanguageModelSpec, source: str,
-                         previous: dict | None = None) -> tuple[dict, str]:
+                         previous: dict | None = None, language: str = DEFAULT_LANGUAGE) -> tuple[dict, str]:
     """A decoder bundle with LMs built from ``lines`` for ``codec``, and the character LM's ARPA text.
 
     ``previous`` (a bundle already beside the model) keeps its tuned beam settings and calibration.
+    ``language`` is the ISO 639-1 code of the text (``"fr"``); a model whose alphabet lacks its letters is
+    refused (its LMs would have lost every line with them, and the model could not write them anyway). Save
+    the bundle of a further language as ``bundle_path(checkpoint, language)`` (``best.fr.decoder.pt``).
     """
+    lacking = missing_letters(check_language(language), codec.charset)
+    if lacking:
+        raise ValueError(f"the model's alphabet cannot write {described(language)}: it lacks {lacking!r}; "
+                         "train or fine-tune a model with them first")
     arpa = build_arpa(lines, codec, spec.order)
     word_lm = None
     if spec.word_order:
@@ -101,5 +114,5 @@ def build_decoder_bundle(lines: Sequence[str], codec: Codec, spec: LanguageModel
                                 ", ".join(map(str, spec.lexicon)))
     previous = previous or {}
     bundle = make_bundle(arpa, codec, spec.order, source=source, beam=previous.get("beam"),
-                         calibration=previous.get("calibration"), word_lm=word_lm)
+                         calibration=previous.get("calibration"), word_lm=word_lm, language=language)
     return bundle, arpa

@@ -1,11 +1,23 @@
-"""The decoding flags every command-line tool shares (``--decoder``, ``--readings``, beam options), and the
-``LineRecognizer`` keyword arguments they mean, so the CLI, the evaluation and the benchmarks agree."""
+"""The decoding flags every command-line tool shares (``--decoder``, ``--readings``, ``--language``, beam options),
+and the ``LineRecognizer`` keyword arguments they mean, so the CLI, the evaluation and the benchmarks agree."""
 
 from __future__ import annotations
 
+import argparse
+
 from text_recognizer.decoding.beam import BeamOptions
 from text_recognizer.decoding.decoder import DECODERS
+from text_recognizer.decoding.language import AUTO, LanguageError, parse_language
 from text_recognizer.decoding.readings import READINGS
+
+
+def language_argument(text: str) -> str:
+    """``--language``'s value: ``auto`` or an ISO 639-1 code (``argparse`` says what is wrong otherwise)."""
+    try:
+        return parse_language(text)  # type: ignore[return-value]
+    except LanguageError:
+        raise argparse.ArgumentTypeError(f"expected {AUTO!r} or an ISO 639-1 code such as 'en' or 'fr', "
+                                         f"got {text!r}") from None
 
 
 def add_decoder_arguments(parser) -> None:
@@ -34,6 +46,12 @@ def add_decoder_arguments(parser) -> None:
     group.add_argument("--readings", type=int, choices=READINGS, default=1,
                        help="read every line this many times (3: as it is, moved up, moved down) and decode the mean "
                             "posteriors: fewer errors, three times the model's work")
+    group.add_argument("--language", type=language_argument, default=None, metavar="{en,fr,...,auto}",
+                       help="the language models of --decoder beam: an ISO 639-1 code with a decoder bundle beside "
+                            "the checkpoint (<checkpoint>.decoder.pt, <checkpoint>.<code>.decoder.pt), or auto: per "
+                            "line (per page with --page), the language whose character LM suits the greedy reading "
+                            "best. Default: auto when the model has bundles for several languages, else its only "
+                            "one. Greedy reading is the same in every language: it ignores this")
 
 
 def decoder_kwargs(args) -> dict:
@@ -43,4 +61,4 @@ def decoder_kwargs(args) -> dict:
                  "blank_penalty": args.blank_penalty}
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return {"decoder": args.decoder, "use_lm": not args.no_lm, "decoder_bundle": args.decoder_bundle,
-            "beam_options": overrides or None, "readings": args.readings}
+            "beam_options": overrides or None, "readings": args.readings, "language": args.language}
