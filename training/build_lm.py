@@ -1,11 +1,12 @@
 """Build a model's language models from text and store them in its decoder bundle.
 
-    python -m training.build_lm --checkpoint best.pt [--order 6] [--lexicon WORDS] TEXT_OR_FOLDER...
+    python -m training.build_lm --checkpoint best.pt [--order 6] [--lexicon WORDS] [--language fr] TEXT_OR_FOLDER...
 
 The character LM steers the beam search, the word LM re-scores its readings
 (``text_recognizer.decoding.lm_builder``); the bundle goes next to the checkpoint
-(``best.pt`` -> ``best.decoder.pt``), keeping the beam settings and calibration of a bundle already
-there. ``--running-text`` books and speeches are cut into line-sized pieces
+(``best.pt`` -> ``best.decoder.pt``; ``--language fr``: ``best.fr.decoder.pt``, the bundle of a further
+language, docs/decoding.md "Languages"), keeping the beam settings and calibration of a bundle of the same
+language already there. ``--running-text`` books and speeches are cut into line-sized pieces
 (``text_recognizer.data.running_text``). Never build it from validation or test text.
 """
 
@@ -18,7 +19,14 @@ from pathlib import Path
 
 from text_recognizer.checkpoint import CheckpointError, load_checkpoint
 from text_recognizer.data.running_text import read_running_text
-from text_recognizer.decoding.bundle import bundle_path, lexicon_words, load_bundle, save_bundle
+from text_recognizer.decoding.bundle import (
+    DEFAULT_LANGUAGE,
+    bundle_language,
+    bundle_path,
+    lexicon_words,
+    load_bundle,
+    save_bundle,
+)
 from text_recognizer.decoding.lm_builder import MAX_ORDER, LanguageModelSpec, build_decoder_bundle, read_texts
 from text_recognizer.decoding.word_lm import DEFAULT_MIN_COUNT, DEFAULT_WORD_ORDER
 from text_recognizer.recognizer import default_checkpoint
@@ -54,7 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lexicon", nargs="+", type=Path, default=[], metavar="WORD_LIST",
                         help="word lists (first field of each line: a pronouncing dictionary works) whose words "
                              "the word LM's re-scoring treats as known (and offers as corrections)")
-    parser.add_argument("--out", type=Path, default=None, help="bundle path (default: <checkpoint>.decoder.pt)")
+    parser.add_argument("--language", default=DEFAULT_LANGUAGE,
+                        help="ISO 639-1 code of the text (en, fr), stamped in the bundle; other than en, the bundle "
+                             "goes to <checkpoint>.<language>.decoder.pt (unless --out)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="bundle path (default: <checkpoint>.decoder.pt, or <checkpoint>.<language>.decoder.pt "
+                             "for a --language other than en)")
     parser.add_argument("--arpa", type=Path, default=None, help="also write the plain ARPA file here")
     return parser
 
@@ -70,9 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.running_text:
             lines += read_running_text(args.running_text, seed=args.seed)
         source = ", ".join(map(str, [*args.texts, *args.running_text]))
-        out = args.out or bundle_path(checkpoint)
+        language = args.language
+        out = args.out or bundle_path(checkpoint, None if language == DEFAULT_LANGUAGE else language)
         previous = load_bundle(out, codec) if out.is_file() else None
-        bundle, arpa = build_decoder_bundle(lines, codec, spec, source, previous)
+        if previous is not None and bundle_language(previous) != language:
+            previous = None  # another language's settings: tuned for other LMs
+        bundle, arpa = build_decoder_bundle(lines, codec, spec, source, previous, language)
         save_bundle(bundle, out)
         if args.arpa:
             args.arpa.write_text(arpa, encoding="utf-8")
@@ -84,8 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if word_lm and "lexicon_gz" in word_lm:
         words += (f" and a lexicon of {len(lexicon_words(bundle))} words "
                   f"({len(word_lm['lexicon_gz']) / 2**20:.1f} MiB)")
-    print(f"{len(lines)} lines -> order-{args.order} character LM ({len(bundle['lm']['arpa_gz']) / 2**20:.1f} "
-          f"MiB gzipped){words} in {out}")
+    size = len(bundle["lm"]["arpa_gz"]) / 2**20
+    print(f"{len(lines)} lines -> order-{args.order} {bundle['language']} character LM ({size:.1f} MiB gzipped)"
+          f"{words} in {out}")
     return 0
 
 
