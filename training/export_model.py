@@ -29,7 +29,13 @@ from pathlib import Path
 
 from text_recognizer.checkpoint import load_checkpoint, save_checkpoint
 from text_recognizer.data.download import sha256_file
-from text_recognizer.decoding.bundle import LanguageModelError, bundle_path, load_bundle, save_bundle
+from text_recognizer.decoding.bundle import (
+    LanguageModelError,
+    bundle_language,
+    bundle_path,
+    load_bundle,
+    save_bundle,
+)
 from text_recognizer.export import FORMATS as EXPORT_FORMATS
 from text_recognizer.export import export_recognizer
 
@@ -69,6 +75,23 @@ def tuned_bundle(source: Path, explicit: Path | None) -> dict | None:
     return None
 
 
+def language_bundles(source: Path, given: list[str]) -> dict[str, dict]:
+    """``XX=PATH`` items -> ``{language: bundle}``, each tuned for ``source`` and of the language it is given as."""
+    bundles: dict[str, dict] = {}
+    for item in given:
+        language, sep, path = item.partition("=")
+        if not sep or not language or not path:
+            raise ValueError(f"--language-bundle takes XX=BUNDLE (e.g. fr=best.fr.decoder.pt), got {item!r}")
+        bundle = tuned_bundle(source, Path(path))
+        if bundle_language(bundle) != language:
+            raise ValueError(f"--language-bundle {item}: the bundle is for {bundle_language(bundle)!r}, "
+                             f"not {language!r}")
+        if language in bundles:
+            raise ValueError(f"--language-bundle gives {language!r} twice")
+        bundles[language] = bundle
+    return bundles
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="export_model.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -86,7 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decoder-bundle", type=Path, default=None,
                         help="decoder bundle tuned for SOURCE (benchmarks/decoding.py --bundle-out), written beside "
                              "TARGET and re-stamped for it; default: SOURCE's own .decoder.pt if there is one")
+    parser.add_argument("--language-bundle", action="append", default=[], metavar="XX=BUNDLE",
+                        help="another language's decoder bundle tuned for SOURCE (e.g. fr=best.fr.decoder.pt), "
+                             "written beside TARGET as <target>.<xx>.decoder.pt and re-stamped for it; repeatable")
     args = parser.parse_args(argv)
+    try:
+        languages = language_bundles(args.source, args.language_bundle)
+    except (ValueError, LanguageModelError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:  # checked before anything is written; ONNX / TorchScript take the source's bundle as LineRecognizer finds it
         explicit_or_checkpoint = args.decoder_bundle is not None or args.format == "checkpoint"
         decoder = tuned_bundle(args.source, args.decoder_bundle) if explicit_or_checkpoint else None
@@ -115,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     if decoder is not None:
         decoder = {**decoder, "model_sha256": sha256_file(path)}  # same weights, new file (see the module docstring)
         print(f"decoder bundle (LM, beam settings, calibration) -> {save_bundle(decoder, bundle_path(path))}")
+    for language, bundle in languages.items():
+        bundle = {**bundle, "model_sha256": sha256_file(path)}
+        print(f"{language} decoder bundle -> {save_bundle(bundle, bundle_path(path, language))}")
     return 0
 
 

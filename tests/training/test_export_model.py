@@ -88,3 +88,15 @@ def test_the_bundle_beside_the_source_travels_only_if_it_was_tuned_for_it(tmp_pa
     assert main([str(source), str(tmp_path / "b.pt")]) == 0
     assert "not carried" in capsys.readouterr().err
     assert (tmp_path / "b.pt").is_file() and not (tmp_path / "b.decoder.pt").exists()
+
+
+def test_language_bundles_travel_restamped_and_are_checked_before_anything_is_written(tmp_path, capsys):
+    given = save_bundle(tuned_for(V1_LAST), tmp_path / "tuned" / "en.decoder.pt")  # a bundle without a language: en
+    target = tmp_path / "serving.pt"
+    assert main([str(V1_LAST), str(target), "--language-bundle", f"fr={given}"]) == 2
+    assert "the bundle is for 'en', not 'fr'" in capsys.readouterr().err and not target.exists()
+    assert main([str(V1_LAST), str(target), "--language-bundle", "fr"]) == 2
+    assert "XX=BUNDLE" in capsys.readouterr().err
+    assert main([str(V1_LAST), str(target), "--language-bundle", f"en={given}"]) == 0
+    carried = load_bundle(bundle_path(target, "en"))
+    assert carried["model_sha256"] == hashlib.sha256(target.read_bytes()).hexdigest()
