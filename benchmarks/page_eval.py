@@ -1,74 +1,58 @@
-"""Line detection on real pages: precision, recall and F1 at polygon IoU >= 0.5, and seconds per page.
+"""Page reading on real pages: line detection (precision, recall, F1 at polygon IoU >= 0.5), page CER, the CER of
+the same lines cut by their true polygons, their ratio, and seconds per page.
 
     PYTHONPATH=. python benchmarks/page_eval.py [--pages ../shared/data/stanford_memorials_1905_pages] [--json]
+    PYTHONPATH=. python benchmarks/page_eval.py --pages ../shared/data/copiste_dun_jour/val --found kraken_xml/
 
-Scoring follows the Stanford pages' README: found lines are matched one-to-one to *all* true lines
-(``text_recognizer.segmentation.scoring``), but only handwritten true lines count (ALTO ``TAGREFS`` to a
-``...:Handwritten`` tag; files without line types count every line); a found line matched to a printed,
-typed or signature line is neither right nor wrong. Segmentation time is per page, the image already
-decoded; run it alone on the machine. Page CER (lines read through found vs true polygons) is still to come.
+The scoring is ``training/page_evaluation.py``'s (``training/evaluate.py --pages`` runs the same): found lines
+are matched one-to-one to every true line; only handwritten true lines with text count (the Stanford pages'
+line types); a found line matched to a printed, typed or signature line is neither right nor wrong; an
+unmatched found line lying mostly outside every text block is ignored (the Copiste pages' printed notice).
+``--found DIR`` scores (and reads) another segmenter's lines, ``DIR/<page>.xml`` in PAGE or ALTO, instead of
+running the classical segmenter. Lines are read by the bundled model (or ``--checkpoint``), greedy by default.
+
+Seconds per page: segmentation alone (the image already decoded) and end to end (decode, segment, cut, read);
+a measurement only when nothing else runs on the machine, upper bounds otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import time
+import sys
 from pathlib import Path
 
-from lxml import etree
-from PIL import Image
-
-from text_recognizer.data.layout import read_layout
-from text_recognizer.segmentation.classical import segment_page
-from text_recognizer.segmentation.scoring import detection_scores, match_lines
+from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
+from training.page_evaluation import add_page_arguments, format_table, json_result, run_from_args
 
 DEFAULT_PAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "stanford_memorials_1905_pages"
 
 
-def handwritten(layout) -> list[bool]:
-    """Per line: is it handwritten? (ALTO line types; ``True`` for every line of a file without them)."""
-    root = layout.tree.getroot()
-    namespace = etree.QName(root).namespace
-    labels = {tag.get("ID"): tag.get("LABEL") or "" for tag in root.iter(f"{{{namespace}}}OtherTag")}
-    if not labels:
-        return [True] * len(layout.lines)
-    return [labels.get(line.element.get("TAGREFS"), "").endswith("Handwritten") for line in layout.lines]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--pages", type=Path, default=DEFAULT_PAGES, help="folder of ALTO/PAGE files + images")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    args = parser.parse_args()
-    true_positives = found_count = true_count = 0
-    seconds = []
-    rows = []
-    for xml in sorted(args.pages.glob("*.xml")):
-        layout = read_layout(xml)
-        hand = handwritten(layout)
-        image = Image.open(layout.find_image())
-        image.load()
-        start = time.perf_counter()
-        found = segment_page(image)
-        seconds.append(time.perf_counter() - start)
-        matching = match_lines([line.polygon for line in found], [line.polygon for line in layout.lines], image.size)
-        hits = sum(hand[t] for _, t, _ in matching.pairs)
-        neutral = len(matching.pairs) - hits
-        true_positives, found_count, true_count = true_positives + hits, found_count + len(found) - neutral, \
-            true_count + sum(hand)
-        rows.append((xml.stem, len(found) - neutral, sum(hand), hits, seconds[-1]))
-    result = {**detection_scores(true_positives, found_count, true_count), "pages": len(rows),
-              "seconds_per_page": sum(seconds) / max(1, len(seconds)), "segmenter": "classical"}
-    if args.json:
-        print(json.dumps(result))
-        return
-    print("page\tfound\ttrue\tmatched\tseconds")
-    for row in rows:
-        print(f"{row[0]}\t{row[1]}\t{row[2]}\t{row[3]}\t{row[4]:.2f}")
-    print(f"precision {result['precision']:.3f}  recall {result['recall']:.3f}  F1 {result['f1']:.3f}  "
-          f"{result['seconds_per_page']:.2f} s/page over {result['pages']} pages")
+    add_page_arguments(parser)
+    add_decoder_arguments(parser)
+    args = parser.parse_args(argv)
+
+    def recognizer():
+        from text_recognizer.recognizer import LineRecognizer
+
+        return LineRecognizer(args.checkpoint, **decoder_kwargs(args))
+
+    try:
+        result = run_from_args(args, recognizer, args.pages)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for item in result["skipped_lines"]:
+        print(f"skipped {item['line']}: {item['reason']}", file=sys.stderr)
+    result["decoder"] = None if args.detection_only else args.decoder
+    print(json_result(result) if args.json else format_table(result))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

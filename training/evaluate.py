@@ -1,6 +1,11 @@
 """Evaluate a checkpoint on a dataset folder (images + labels.tsv, or page images + PAGE-XML/ALTO files).
 
     python training/evaluate.py --checkpoint PATH --data DIR [--json] [--errors FILE.csv] [--decoder beam]
+    python training/evaluate.py --pages --data PAGES_DIR [--found DIR] [--json]   # whole pages: find, then read
+
+``--pages`` reads the PAGE/ALTO folder's pages whole, as ``--page`` does (lines found by the segmenter, or taken
+from ``--found``'s files), and scores line detection, page CER and the true-polygon CER
+(``training/page_evaluation.py``; ``benchmarks/page_eval.py`` is the same).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwar
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.recognizer import LineRecognizer
 from text_recognizer.stem import oriented_size
+from training.page_evaluation import add_page_arguments
 
 
 def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
@@ -88,8 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--errors", type=Path, default=None, help="write a per-line CSV, worst first")
     parser.add_argument("--device", default="cpu", help="torch device")
     parser.add_argument("--batch-size", type=int, default=16, help="lines per forward pass")
+    parser.add_argument("--pages", action="store_true",
+                        help="--data is a PAGE/ALTO folder: read its pages whole (segment, then read) and score "
+                             "line detection (P/R/F1), page CER and true-polygon CER (training/page_evaluation.py)")
+    add_page_arguments(parser)
     add_decoder_arguments(parser)
     args = parser.parse_args(argv)
+    if args.pages:
+        return evaluate_pages_main(args)
     try:
         recognizer = LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size,
                                     **decoder_kwargs(args))
@@ -107,6 +119,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"CER {result['cer']:.4f}  WER {result['wer']:.4f}  lines {result['n']}  "
               f"(natural-spacing refs: CER {result['cer_natural']:.4f}, WER {result['wer_natural']:.4f}; "
               f"IAM-tokenised refs: CER {result['cer_iam']:.4f})")
+    return 0
+
+
+def evaluate_pages_main(args) -> int:
+    """``--pages``: the page evaluation of ``training/page_evaluation.py`` on ``--data``."""
+    from training.page_evaluation import format_table, json_result, run_from_args  # lxml, scipy: loaded when used
+
+    def recognizer():
+        return LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size, **decoder_kwargs(args))
+
+    try:
+        result = run_from_args(args, recognizer, args.data)
+    except (CheckpointError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for item in result["skipped_lines"]:
+        print(f"skipped {item['line']}: {item['reason']}", file=sys.stderr)
+    result["decoder"] = None if args.detection_only else args.decoder
+    print(json_result(result) if args.json else format_table(result))
     return 0
 
 
