@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from text_recognizer.checkpoint import load_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.decoding import calibration as cal
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-pyctcdecode", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    codec = Codec()
+    codec = load_checkpoint(args.checkpoint).codec  # the cached logits' model's alphabet
     bundle = load_bundle(args.bundle, codec)
     val = load_set(args.cache, "val")
     n = len(val["files"])

@@ -35,11 +35,12 @@ import torch
 import torch.nn.functional as F
 from decoding import decode_paths, load_set, score, texts
 
+from text_recognizer.checkpoint import load_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.data.folder import open_image, read_labels
 from text_recognizer.decoding.decoder import LineDecoder
 from text_recognizer.decoding.readings import mean_of_readings, shift_rows
-from text_recognizer.recognizer import LineRecognizer
+from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer
 from text_recognizer.stem import SLANT_STRENGTH, estimate_slant, preprocess, shear_upright
 
 SETS = {
@@ -88,9 +89,9 @@ def variants(recognizer: LineRecognizer, image) -> dict[str, torch.Tensor]:
     return out
 
 
-def greedy_report(out: Path) -> None:
+def greedy_report(out: Path, codec: Codec) -> None:
     """Greedy CER of every cached variant set: IAM val's tuning / held-out halves, then each other set."""
-    decoder = LineDecoder(Codec(), "greedy")
+    decoder = LineDecoder(codec, "greedy")
     for name in SETS:
         cells = []
         for set_name in DATA:
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.report_only:
-        greedy_report(args.out)
+        greedy_report(args.out, load_checkpoint(args.checkpoint or DEFAULT_CHECKPOINT).codec)
         return 0
     recognizer = LineRecognizer(args.checkpoint)
     assert recognizer.config.deslant, "the probe assumes a deslanting model"
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             (args.out / name).mkdir(parents=True, exist_ok=True)
             torch.save(cache, args.out / name / f"{set_name}.pt")
         print(f"{set_name}: {len(records)} lines in {time.perf_counter() - start:.1f} s", flush=True)
-    greedy_report(args.out)
+    greedy_report(args.out, recognizer.codec)
     return 0
 
 
