@@ -116,7 +116,7 @@ class BatchPrediction(BaseModel):
                             },
                         },
                     ],
-                    "model_version": "crnn-iam-2026.12.05b",
+                    "model_version": "crnn-latin-2026.12.06a",
                     "elapsed_ms": 31.2,
                     "inference_ms": 18.0,
                     "preprocess_ms": 4.1,
@@ -143,8 +143,8 @@ class ModelInfo(BaseModel):
     charset: str = Field(description="the characters the model can output (the CTC blank is not included)")
     languages: list[str] = Field(description="ISO 639-1 codes of the languages the model has decoder bundles (language "
                                  "models) for: the values of ?language= with decoder=beam, besides auto")
-    language: str | None = Field(description="the server's default ?language= (TEXT_RECOGNIZER_LANGUAGE, else auto "
-                                 "with several languages, else the only one; null: no language models)")
+    language: str | None = Field(description="the server's default ?language= (TEXT_RECOGNIZER_LANGUAGE, else the "
+                                 "model's own language; null: no language models)")
     num_classes: int
     loss: str
     val_cer: float | None = Field(description="character error rate reported on the validation split at training time")
@@ -236,7 +236,7 @@ class PagePrediction(BaseModel):
                         }
                     ],
                     "text": "hello world",
-                    "model_version": "crnn-iam-2026.12.05b",
+                    "model_version": "crnn-latin-2026.12.06a",
                     "elapsed_ms": 412.5,
                     "segment_ms": 96.3,
                     "inference_ms": 288.1,

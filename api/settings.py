@@ -20,7 +20,7 @@
 ``TEXT_RECOGNIZER_READINGS``            1 (default) or 3: read every line three times and decode the mean (fewer
                                        errors, three times the model's work; ``text_recognizer.decoding.readings``)
 ``TEXT_RECOGNIZER_LANGUAGE``            default language of beam search, a code such as ``fr`` or ``auto`` (default:
-                                       ``auto`` with bundles for several languages, else the only one); the
+                                       the model's own language); the
                                        model must have it (checked at startup); ``?language=`` overrides it
 =====================================  ==========================================================
 """

@@ -39,17 +39,17 @@ def page_file(tmp_path_factory) -> Path:
 
 def test_the_recognizer_finds_a_bundle_per_language(model) -> None:
     recognizer = LineRecognizer(model, decoder="beam")
-    assert recognizer.languages == ("en", "fr") and recognizer.language == "auto"
+    assert recognizer.languages == ("en", "fr") and recognizer.language == "en"  # the model's own by default
     assert recognizer.bundle["language"] == "en"  # model.decoder.pt: the primary bundle
     for language in ("en", "fr"):
         [line] = recognizer.predict_tensors([recognizer.preprocess(LINE)], language=language)
         assert line.language == language
         assert recognizer.decoder_for("beam", language=language).bundle["language"] == language
-    [line] = recognizer.predict_lines([LINE])
+    [line] = LineRecognizer(model, decoder="beam", language="auto").predict_lines([LINE])
     assert line.language in ("en", "fr")  # auto: whichever suits the greedy reading
     assert LineRecognizer(model, decoder="beam", language="fr").predict_lines([LINE])[0].language == "fr"
     greedy = LineRecognizer(model)
-    assert greedy.predict_lines([LINE])[0].language is None and greedy.language == "auto"
+    assert greedy.predict_lines([LINE])[0].language is None and greedy.language == "en"
     [again] = greedy.predict_tensors([greedy.preprocess(LINE)], decoder="beam", language="fr")
     assert again.language == "fr"
 

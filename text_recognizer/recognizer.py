@@ -58,8 +58,8 @@ class LineRecognizer(LineReader):
     rescore_lm_weight, corrections, correction_distance, blank_penalty). ``readings=3`` reads every
     line three times (as it is, moved up, moved down) and decodes the mean of the three posteriors, with
     the bundle's settings for that (``text_recognizer.decoding.readings``): fewer errors for three times
-    the model's work. ``language`` (an ISO 639-1 code such as ``"fr"``, or ``"auto"``; default: ``auto``
-    with bundles for several languages, else the only one) picks the language models of beam search
+    the model's work. ``language`` (an ISO 639-1 code such as ``"fr"``, or ``"auto"``; default: the model's
+    own, that of ``<stem>.decoder.pt``) picks the language models of beam search
     (``text_recognizer.decoding.line_decoders``); ``languages`` lists those the model has.
     """
 

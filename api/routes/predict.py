@@ -145,8 +145,8 @@ def language_choice(language: str | None, decoder: str, serving) -> tuple[str | 
 
 _LANGUAGE_HELP = ("the language models of decoder=beam: an ISO 639-1 code the model has a decoder bundle for (see "
                   "/v1/model's languages), or auto: per line (per page on /v1/predict/page), the language whose "
-                  "character LM suits the greedy reading best; default: TEXT_RECOGNIZER_LANGUAGE, else auto when the "
-                  "model has several languages. Greedy decoding reads alike in every language and ignores it")
+                  "character LM suits the greedy reading best; default: TEXT_RECOGNIZER_LANGUAGE, else the model's "
+                  "own language. Greedy decoding reads alike in every language and ignores it")
 
 
 def readings_choice(readings: str | None, serving, language: str | None = None) -> int:

@@ -45,7 +45,7 @@ def refused(response: httpx.Response, code: str, *words: str) -> None:
 
 def test_the_model_lists_its_languages(bilingual):
     info = httpx.get(bilingual.url + "/v1/model", timeout=30).json()
-    assert info["languages"] == ["en", "fr"] and info["language"] == "auto"
+    assert info["languages"] == ["en", "fr"] and info["language"] == "en"  # the model's own; auto when asked
 
 
 def test_lines_say_which_language_read_them(bilingual):
@@ -53,7 +53,7 @@ def test_lines_say_which_language_read_them(bilingual):
         response = post(bilingual, decoder="beam", language=language)
         assert response.status_code == 200, response.text
         assert response.json()["language"] == language
-    assert post(bilingual, decoder="beam").json()["language"] in ("en", "fr")  # auto, the default here
+    assert post(bilingual, decoder="beam").json()["language"] == "en"  # the model's own language by default
     assert post(bilingual, decoder="beam", language="auto").json()["language"] in ("en", "fr")
     greedy = post(bilingual, language="de")  # greedy ignores the language, even one the model lacks
     assert greedy.status_code == 200 and greedy.json()["language"] is None
@@ -152,5 +152,6 @@ def test_three_readings_need_the_settings_in_the_language_asked_for(tmp_path):
         files = {"file": (LINE.name, LINE.read_bytes(), "image/png")}
         assert client.post("/v1/predict?decoder=beam&language=en", files=files).json()["language"] == "en"
         refused(client.post("/v1/predict?decoder=beam&language=fr", files=files), "readings_unavailable", "'fr'")
-        refused(client.post("/v1/predict?decoder=beam", files=files), "readings_unavailable")  # auto: all need them
+        refused(client.post("/v1/predict?decoder=beam&language=auto", files=files), "readings_unavailable")  # all
+        assert client.post("/v1/predict?decoder=beam", files=files).json()["language"] == "en"  # the default
         assert client.post("/v1/predict?decoder=beam&language=fr&readings=1", files=files).json()["language"] == "fr"

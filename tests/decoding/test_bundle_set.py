@@ -61,7 +61,7 @@ def test_bundles_beside_the_checkpoint_one_per_language(tmp_path) -> None:
     assert language_bundle_paths(checkpoint) == {"fr": tmp_path / "model.fr.decoder.pt"}
     both = bundles_of(checkpoint)
     assert both.languages == ("en", "fr") and both.primary_language == "en" and both.primary["language"] == "en"
-    assert both.default_language == AUTO and both.resolve(None) == AUTO
+    assert both.default_language == "en" and both.resolve(None) == "en" and both.resolve(AUTO) == AUTO
     assert both.resolve("fr") == "fr" and both.resolve("EN") == "en"
     message = r"no decoder bundle for German \(de\). It reads English \(en\), French \(fr\)"
     with pytest.raises(LanguageError, match=message):

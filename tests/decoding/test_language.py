@@ -64,6 +64,13 @@ def test_a_page_is_decided_from_all_its_lines_together(scorers) -> None:
     assert choose_language([ENGLISH[1], ENGLISH[4], "la fin"], scorers) == "en"
 
 
+def test_another_language_must_win_by_the_margin() -> None:
+    own = {"en": lambda text: -1.0 * (len(text) + 1), "fr": lambda text: -0.95 * (len(text) + 1)}
+    assert choose_language(["x"], own, margin=0.0) == "fr"  # better by 0.05 per character
+    assert choose_language(["x"], own, margin=0.1) == "en"  # ... not by 0.1: the model's own language stays
+    assert choose_language(["x"], own) == "en"  # AUTO_MARGIN = 0.12
+
+
 def test_ties_and_edge_cases(scorers) -> None:
     flat = {"fr": lambda text: -1.0 * (len(text) + 1), "en": lambda text: -1.0 * (len(text) + 1)}
     assert choose_language(["anything"], flat) == "fr"  # a tie goes to the first language offered

@@ -34,7 +34,7 @@ def test_a_named_language_decodes_with_its_bundle(bundles) -> None:
 
 def test_auto_chooses_per_line_or_once_for_a_page(bundles) -> None:
     decoders = LanguageDecoders(LATIN, bundles, "beam")
-    assert decoders.language == AUTO  # several languages: auto by default
+    assert decoders.language == "en"  # several languages: the model's own by default, auto when asked
     page = items(FRENCH[1], FRENCH[4], "the end")
     per_line = decoders.decode(page, "beam", 1, AUTO)
     assert [line.language for line in per_line] == ["fr", "fr", "en"]
@@ -76,7 +76,7 @@ def test_readings_per_language(bundles) -> None:
     with pytest.raises(ValueError, match="three readings"):
         decoders.view(3, "fr")
     with pytest.raises(ValueError, match="three readings"):
-        LanguageDecoders(LATIN, mixed, "beam", readings=3)  # auto needs the settings in every language's bundle
+        LanguageDecoders(LATIN, mixed, "beam", readings=3, language=AUTO)  # auto needs them in every bundle
 
 
 def test_beam_options_apply_to_every_language_of_the_default(bundles) -> None:

@@ -50,8 +50,8 @@ def add_decoder_arguments(parser) -> None:
                        help="the language models of --decoder beam: an ISO 639-1 code with a decoder bundle beside "
                             "the checkpoint (<checkpoint>.decoder.pt, <checkpoint>.<code>.decoder.pt), or auto: per "
                             "line (per page with --page), the language whose character LM suits the greedy reading "
-                            "best. Default: auto when the model has bundles for several languages, else its only "
-                            "one. Greedy reading is the same in every language: it ignores this")
+                            "best. Default: the model's own language (that of <checkpoint>.decoder.pt)."
+                            " Greedy reading is the same in every language: it ignores this")
 
 
 def decoder_kwargs(args) -> dict:
