@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from text_recognizer.checkpoint import load_checkpoint
 from text_recognizer.codec import Codec
 from text_recognizer.data.folder import read_labels
 from text_recognizer.decoding.bundle import bundle_path, load_bundle, save_bundle
@@ -166,7 +167,8 @@ def test_export_model_command_formats(tmp_path, capsys):
     files = {"text_recognizer.json": ""}
     module = torch.jit.load(str(tmp_path / "m.pt"), _extra_files=files)
     meta = json.loads(files["text_recognizer.json"])
-    assert meta["version"] == "v-test" and meta["charset"] == Codec().charset and meta["blank_id"] == 0
+    assert meta["version"] == "v-test" and meta["charset"] == load_checkpoint(DEFAULT_CHECKPOINT).codec.charset
+    assert meta["blank_id"] == 0
     recognizer = LineRecognizer()
     line = recognizer.preprocess(FIXTURES / "line_00.png")
     log_probs, frames = module(line[None], torch.tensor([line.shape[-1]]))

@@ -15,7 +15,7 @@ from text_recognizer.recognizer import DEFAULT_CHECKPOINT
 def test_bundled_model_is_marked_non_commercial():
     metadata = load_checkpoint(DEFAULT_CHECKPOINT).metadata
     p = read_provenance(DEFAULT_CHECKPOINT, metadata, "0.1.0")
-    assert p.version == metadata["version"] and p.version.startswith("crnn-iam-")
+    assert p.version == metadata["version"] and p.version.startswith("crnn-")
     assert p.model_card == "MODEL_CARD.md"
     assert "non-commercial research only" in p.licence and "Marti" in p.licence and not p.licence.startswith("Licence")
     assert p.training_data.startswith("IAM lines") and "`" not in p.training_data

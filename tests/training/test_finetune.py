@@ -35,14 +35,15 @@ LM_TEXT = "the quick brown fox jumps over the lazy dog\nun été à la mer\nread
 
 
 def make_lines(folder: Path, copies: int = 2, accented: bool = True) -> Path:
-    """``8 * copies`` labelled lines from the fixture images; with ``accented`` two labels gain an 'é'."""
+    """``8 * copies`` labelled lines from the fixture images; with ``accented`` two labels gain an 'ő' (Hungarian:
+    outside the bundled model's Latin alphabet, so the alphabet grows)."""
     folder.mkdir(parents=True, exist_ok=True)
     rows = ["file\ttext"]
     for copy in range(copies):
         for record in read_labels(LINES):
             name = f"{copy}_{record.path.name}"
             shutil.copy(record.path, folder / name)
-            text = record.text + (" été" if accented and copy == 0 and record.path.name in ("line_00.png",
+            text = record.text + (" hőt" if accented and copy == 0 and record.path.name in ("line_00.png",
                                                                                               "line_03.png") else "")
             rows.append(f"{name}\t{text}")
     (folder / "labels.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
@@ -61,11 +62,12 @@ def test_finetune_end_to_end(tmp_path, capsys):
     assert finetune("--data", str(data), "--run-dir", str(run), "--max-steps", "4", "--lm-text", str(text),
                     "--data-licence", "CC0-1.0") == 0
     out = capsys.readouterr().out
-    assert "1 new from the labels" in out and "'é' (U+00E9 LATIN SMALL LETTER E WITH ACUTE): 4 times" in out
+    assert "1 new from the labels" in out and "'ő' (U+0151 LATIN SMALL LETTER O WITH DOUBLE ACUTE): 4 times" in out
+    assert "'ő' start from their base letters" in out
     assert "held-out lines (2), CER greedy: parent" in out
     parent = load_checkpoint(DEFAULT_CHECKPOINT)
     best = load_checkpoint(run / "best.pt")
-    assert best.codec.charset == parent.codec.charset + "é"  # grown, old characters in place
+    assert best.codec.charset == parent.codec.charset + "ő"  # grown, old characters in place
     assert best.model_config.height == parent.model_config.height and best.model_config.deslant
     card = best.provenance.parent
     assert card["sha256"] == hashlib.sha256(DEFAULT_CHECKPOINT.read_bytes()).hexdigest()

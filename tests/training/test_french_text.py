@@ -140,10 +140,12 @@ def test_main_writes_the_three_files(tmp_path, capsys):
     assert main(["--out", str(out), "--bible-db", str(tmp_path / "missing.db")]) == 2
 
 
+IAM_ONLY = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "v1_run" / "last.pt"  # IAM's 79 characters
+
+
 def test_build_lm_stamps_the_language_and_writes_the_further_bundle_beside_the_model(tmp_path, capsys):
     from tests.decoding.bilingual import FRENCH, save_model
     from text_recognizer.decoding.bundle import bundle_path, load_bundle
-    from text_recognizer.recognizer import DEFAULT_CHECKPOINT
     from training.build_lm import main as build_lm
 
     model = save_model(tmp_path / "model.pt")
@@ -156,7 +158,7 @@ def test_build_lm_stamps_the_language_and_writes_the_further_bundle_beside_the_m
     assert build_lm([str(text), "--checkpoint", str(model), "--order", "3"]) == 0  # English: the model's own bundle
     assert load_bundle(bundle_path(model))["language"] == "en"
     # an IAM-only model cannot write French; an unknown code is refused
-    assert build_lm([str(text), "--checkpoint", str(DEFAULT_CHECKPOINT), "--language", "fr",
+    assert build_lm([str(text), "--checkpoint", str(IAM_ONLY), "--language", "fr",
                      "--out", str(tmp_path / "x.decoder.pt")]) == 2
     assert build_lm([str(text), "--checkpoint", str(model), "--language", "french"]) == 2
     assert "error:" in capsys.readouterr().err
