@@ -7,8 +7,8 @@ is that one call (``LineRecognizer.read_page`` is a short cut to it):
 1. the page is opened (a path: its size is read from the header first, and a page of more than
    ``max_pixels`` pixels is refused with a ``ValueError`` before a pixel is decoded);
 2. the segmenter finds the text lines, each with a polygon and a baseline in page pixels, in reading
-   order (default: ``text_recognizer.segmentation.classical.segment_page``, which needs scipy: the
-   ``page`` extra);
+   order (default: the bundled learned segmenter, ``text_recognizer.segmentation.learned``, or the
+   classical one where the package holds no weights; both need scipy: the ``page`` extra);
 3. every line is cut out by its polygon and levelled by its baseline with the same cutter as
    ``--page-xml`` and training (``text_recognizer.data.linecut``), and all lines of the page are read
    in width-sorted batches by the recognizer (greedy or beam, one or three readings, as it is set up; beam
@@ -137,13 +137,11 @@ class PageResult:
 
 
 def default_segmenter() -> Segmenter:
-    """The classical segmenter (``text_recognizer.segmentation.classical``); it needs scipy."""
-    try:
-        from text_recognizer.segmentation.classical import segment_page
-    except ImportError as error:
-        raise ImportError(f"reading pages needs scipy ({error}); install it with: "
-                          "pip install 'text-recognizer[page]'") from error
-    return segment_page
+    """The bundled learned segmenter (``text_recognizer.segmentation.learned``), or the classical one where the
+    package holds no weights (``segmentation.choose.load_segmenter``); both need scipy."""
+    from text_recognizer.segmentation.choose import load_segmenter
+
+    return load_segmenter()
 
 
 class PageReader:

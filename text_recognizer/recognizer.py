@@ -168,8 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "header when there are several); page / alto: a PAGE-XML 2019 / ALTO 4.4 file per "
                              "page, <image stem>.xml in --output-dir")
     parser.add_argument("--page", action="store_true",
-                        help="the inputs are images of whole pages: find the text lines (classical segmenter), "
+                        help="the inputs are images of whole pages: find the text lines (--segmenter), "
                              "read them in order, and give the lines with polygons, baselines, words and text")
+    parser.add_argument("--segmenter", default=None,
+                        help="with --page: how lines are found: learned (the bundled network, the default), "
+                             "classical (no weights), or a segmenter weights file (training/train_segmenter.py)")
     parser.add_argument("--max-page-pixels", type=_positive_int, default=MAX_PAGE_PIXELS,
                         help="with --page: larger images are refused (memory stays bounded); scale them down")
     parser.add_argument("--json", action="store_true", help="same as --format json")
@@ -242,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if _transcribe_pages(recognizer, files, args.output_dir) + failures else 0
     if args.page:
         fmt = "json" if args.json else args.format
-        status = _read_pages(recognizer, files, fmt, args.output_dir, args.max_page_pixels, args.progress)
+        status = _read_pages(recognizer, files, fmt, args.output_dir, args.max_page_pixels, args.progress,
+                             args.segmenter)
         return 2 if status == 2 else (1 if status or failures else 0)
     single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
     writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
@@ -289,7 +293,7 @@ def _progress_bar(total: int, show: bool, unit: str = "line"):
 
 
 def _read_pages(recognizer, files: list[Path], fmt: str, output_dir: Path | None, max_pixels: int,
-                progress: str) -> int:
+                progress: str, segmenter: str | None = None) -> int:
     """``--page``: read each page image and print it (json, jsonl, text) or write ``<stem>.xml`` into
     ``output_dir`` (page, alto). A page that cannot be read is an ``error:`` on stderr and the others go on;
     a line that cannot be cut or read is a ``warning:`` (it is reported in its line). Returns 0 when every
@@ -298,12 +302,13 @@ def _read_pages(recognizer, files: list[Path], fmt: str, output_dir: Path | None
 
     from text_recognizer.page_formats import XML_FORMATS, lxml_etree, render, write_xml
     from text_recognizer.page_reader import PageReader
+    from text_recognizer.segmentation.choose import load_segmenter
 
     try:
-        reader = PageReader(recognizer, max_pixels=max_pixels)
+        reader = PageReader(recognizer, segmenter=load_segmenter(segmenter), max_pixels=max_pixels)
         if fmt in XML_FORMATS:
             lxml_etree()  # lxml is there, before any page is read
-    except ImportError as error:
+    except (ImportError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     targets = [output_dir / f"{path.stem}.xml" for path in files] if output_dir is not None else []

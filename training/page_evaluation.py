@@ -192,16 +192,16 @@ def _timed(segmenter: Callable, seconds: list[tuple[float, float]]) -> Callable:
 
 
 def default_segmenter() -> Callable:
-    from text_recognizer.segmentation.classical import segment_page
+    from text_recognizer.segmentation.choose import load_segmenter
 
-    return segment_page
+    return load_segmenter()
 
 
 def evaluate_page(page: TruePage, recognizer=None, segmenter: Callable | None = None,
                   found: Sequence[GivenLine] | None = None, true_polygons: bool = True,
                   decoder: str | None = None, match_iou: float = 0.5) -> dict:
     """Score one page (see the module's docstring). ``recognizer=None``: detection only (no reading, no CER).
-    ``found``: these lines instead of running ``segmenter`` (default: the classical one)."""
+    ``found``: these lines instead of running ``segmenter`` (default: the package's, ``load_segmenter()``)."""
     from text_recognizer.segmentation.scoring import score_page
 
     segment_seconds: list[tuple[float, float]] = []
@@ -253,7 +253,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def evaluate_pages(folder: str | Path, recognizer=None, segmenter: Callable | None = None,
                    found_dir: str | Path | None = None, true_polygons: bool = True, decoder: str | None = None,
                    limit: int | None = None, progress: Callable[[dict], None] | None = None,
-                   match_iou: float = 0.5) -> dict:
+                   match_iou: float = 0.5, segmenter_name: str | None = None) -> dict:
     """Score a page reader on every PAGE/ALTO file of ``folder`` (the first ``limit``); see the module's docstring.
 
     ``found_dir``: a folder of PAGE/ALTO files named like the pages' (``<page stem>.xml``), whose lines are the
@@ -286,8 +286,14 @@ def evaluate_pages(folder: str | Path, recognizer=None, segmenter: Callable | No
         records.append(record)
         if progress is not None:
             progress(record)
-    name = (f"found: {found_dir}" if found_dir is not None else
-            "classical" if segmenter is None else getattr(segmenter, "__name__", type(segmenter).__name__))
+    if found_dir is not None:
+        name = f"found: {found_dir}"
+    elif segmenter_name is not None or segmenter is None:
+        from text_recognizer.segmentation.choose import default_name
+
+        name = segmenter_name or default_name()
+    else:
+        name = getattr(segmenter, "__name__", type(segmenter).__name__)
     result = summarize(records, skipped, name, read=recognizer is not None,
                        true_polygons=recognizer is not None and true_polygons)
     result["match_iou"] = match_iou
@@ -331,6 +337,9 @@ def add_page_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--found", type=Path, default=None,
                        help="folder of PAGE/ALTO files (<page>.xml) from another segmenter: score and read their "
                             "lines instead of running ours (optional seconds.json: {page: segmentation seconds})")
+    group.add_argument("--segmenter", default=None,
+                       help="learned (the bundled weights; the default when the package has them), classical, or "
+                            "a segmenter weights file (training/train_segmenter.py's best.pt)")
     group.add_argument("--detection-only", action="store_true",
                        help="line detection only: no reading, no CER (fast)")
     group.add_argument("--no-true-polygons", action="store_true",
@@ -376,8 +385,11 @@ def run_from_args(args, recognizer_factory: Callable[[], object], folder: Path) 
     recognizer = None if args.detection_only else recognizer_factory()
     if not 0.0 < args.match_iou <= 1.0:
         raise ValueError(f"--match-iou must be in (0, 1], got {args.match_iou}")
-    return evaluate_pages(folder, recognizer, found_dir=args.found, true_polygons=not args.no_true_polygons,
-                          limit=args.limit, match_iou=args.match_iou)
+    from text_recognizer.segmentation.choose import default_name, load_segmenter
+
+    segmenter = None if args.found is not None else load_segmenter(args.segmenter)
+    return evaluate_pages(folder, recognizer, segmenter, found_dir=args.found, true_polygons=not args.no_true_polygons,
+                          limit=args.limit, match_iou=args.match_iou, segmenter_name=args.segmenter or default_name())
 
 
 def json_result(result: dict) -> str:

@@ -20,13 +20,14 @@ segmenters must beat. The steps, at a working resolution where the page's long s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from text_recognizer.segmentation.lines import FoundLine, reading_order
 from text_recognizer.stem import to_grayscale
+
+__all__ = ["FoundLine", "reading_order", "segment_page"]
 
 #: The page is segmented with its long side at this many pixels (coordinates are scaled back).
 WORK_SIDE = 1200
@@ -40,23 +41,6 @@ BIN_WIDTH, PADDING = 0.75, 0.15
 REACH = 1.0
 #: Lines shorter than this (letter heights) or with less ink than this many pixels are noise.
 MIN_LINE_LENGTH, MIN_LINE_INK = 1.5, 40
-
-Point = tuple[float, float]
-
-
-@dataclass(frozen=True)
-class FoundLine:
-    """A text line found on a page: polygon and baseline in page pixels (the PAGE/kraken convention)."""
-
-    polygon: tuple[Point, ...]
-    baseline: tuple[Point, ...]
-
-    @property
-    def box(self) -> tuple[float, float, float, float]:
-        """``(left, top, right, bottom)`` of the polygon."""
-        xs, ys = [p[0] for p in self.polygon], [p[1] for p in self.polygon]
-        return min(xs), min(ys), max(xs), max(ys)
-
 
 def ink_map(gray: np.ndarray) -> np.ndarray:
     """``(h, w)`` grey in [0, 1] (1 = paper) -> boolean ink, background-normalised and cleaned."""
@@ -134,23 +118,6 @@ def segment_page(page: Image.Image) -> list[FoundLine]:
             lines.append(found)
     return reading_order([FoundLine(tuple((x / scale, y / scale) for x, y in line.polygon),
                                     tuple((x / scale, y / scale) for x, y in line.baseline)) for line in lines])
-
-
-def reading_order(lines: list[FoundLine]) -> list[FoundLine]:
-    """Top to bottom by the baseline's middle; lines whose middles are within half a line's height of
-    each other (a line and a note beside it) left to right. One column: regions are not found yet."""
-    def middle(line: FoundLine) -> float:
-        return float(np.mean([y for _, y in line.baseline]))
-
-    ordered = sorted(lines, key=middle)
-    rows: list[list[FoundLine]] = []
-    for line in ordered:
-        _, top, _, bottom = line.box
-        if rows and middle(line) - middle(rows[-1][0]) < (bottom - top) / 4:
-            rows[-1].append(line)
-        else:
-            rows.append([line])
-    return [line for row in rows for line in sorted(row, key=lambda item: item.box[0])]
 
 
 def _line_geometry(mine: np.ndarray, core: np.ndarray, box: tuple[slice, slice], height: float) -> FoundLine | None:

@@ -1,0 +1,104 @@
+"""Region and core probability maps -> line polygons and baselines (in map pixels).
+
+The steps:
+
+1. **Cores**: the core map above ``THRESHOLD``. The gaps between words break a core into pieces; a
+   closing along x only (a few core heights wide) joins pieces that lie on one line, and never joins two
+   lines, which are apart in y.
+2. **Noise**: pieces shorter than ``MIN_LENGTH`` core heights (a dot, a stray mark) are dropped.
+3. **Region pixels to lines**: every pixel of the region map above ``THRESHOLD`` joins its nearest core (a
+   distance transform) if it lies within ``REACH`` core heights of it, so ascenders and descenders that
+   touch the next line are split between the two lines instead of merging them.
+4. **Geometry**: the polygon follows the upper and lower edges of the line's pixels in x bins one core
+   height wide; the baseline follows the lower edge of its core in the same bins, smoothed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import ndimage
+
+Point = tuple[float, float]
+
+THRESHOLD = 0.5
+#: Core pieces closer than this many core heights along x are one line.
+JOIN = 4.0
+#: A line's core is at least this many core heights long.
+MIN_LENGTH = 2.0
+#: Region pixels further than this many core heights from every core belong to no line.
+REACH = 3.0
+
+
+def core_height(cores: np.ndarray) -> float:
+    """The median height of the core bands (pixels): area over length, per piece, weighted by length."""
+    labels, count = ndimage.label(cores)
+    if not count:
+        return 1.0
+    boxes = ndimage.find_objects(labels)
+    areas = ndimage.sum_labels(cores, labels, np.arange(1, count + 1))
+    lengths = np.array([box[1].stop - box[1].start for box in boxes], dtype=np.float64)
+    heights = areas / lengths
+    order = np.argsort(heights)
+    middle = np.searchsorted(np.cumsum(lengths[order]), lengths.sum() / 2)
+    return float(max(1.0, heights[order][min(middle, count - 1)]))
+
+
+def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
+              ) -> list[tuple[list[Point], list[Point]]]:
+    """``(polygon, baseline)`` per line found in the ``(h, w)`` probability maps, in map pixels (x right, y
+    down; a pixel's centre at +0.5), in no particular order."""
+    cores = core > threshold
+    if not cores.any():
+        return []
+    height = core_height(cores)
+    join = max(3, int(round(JOIN * height)))
+    joined = ndimage.binary_closing(cores, structure=np.ones((1, join), bool))  # word gaps bridged along x
+    joined |= cores
+    labels, count = ndimage.label(joined)
+    boxes = ndimage.find_objects(labels)
+    keep = np.zeros(count + 1, bool)
+    for label, box in enumerate(boxes, start=1):
+        keep[label] = (box[1].stop - box[1].start) >= MIN_LENGTH * height
+    labels = np.where(keep[labels], labels, 0)
+    if not labels.any():
+        return []
+    distance, (rows, cols) = ndimage.distance_transform_edt(labels == 0, return_indices=True)
+    owner = np.where(((region > threshold) | (labels > 0)) & (distance <= REACH * height), labels[rows, cols], 0)
+    step = max(2, int(round(height)))
+    lines = []
+    for label, box in enumerate(ndimage.find_objects(owner), start=1):
+        if box is None or not keep[label]:
+            continue
+        found = _geometry(owner[box] == label, labels[box] == label, box, step)
+        if found is not None:
+            lines.append(found)
+    return lines
+
+
+def _geometry(mine: np.ndarray, core: np.ndarray, box: tuple[slice, slice], step: int
+              ) -> tuple[list[Point], list[Point]] | None:
+    """Polygon from ``mine``'s envelopes in x bins of ``step`` px; baseline from ``core``'s lower edge."""
+    top, left = box[0].start, box[1].start
+    upper, lower, feet = [], [], []
+    width = mine.shape[1]
+    for x0 in range(0, width, step):
+        x1 = min(width, x0 + step)
+        rows = np.flatnonzero(mine[:, x0:x1].any(1))
+        if len(rows):
+            upper += [(left + x0, top + rows[0]), (left + x1, top + rows[0])]
+            lower += [(left + x0, top + rows[-1] + 1), (left + x1, top + rows[-1] + 1)]
+        core_rows = np.flatnonzero(core[:, x0:x1].any(1))
+        if len(core_rows):
+            feet.append((left + (x0 + x1) / 2, top + core_rows[-1] + 1.0))
+    if len(upper) < 2 or len(feet) < 1:
+        return None
+    polygon = upper + lower[::-1]
+    xs = np.array([x for x, _ in feet])
+    ys = ndimage.median_filter(np.array([y for _, y in feet]), size=min(5, len(feet)), mode="nearest")
+    # the baseline spans the core from its left to its right end
+    core_cols = np.flatnonzero(core.any(0))
+    ends = np.array([left + core_cols[0], left + core_cols[-1] + 1], dtype=np.float64)
+    xs = np.concatenate([[ends[0]], xs, [ends[1]]])
+    ys = np.concatenate([[ys[0]], ys, [ys[-1]]])
+    baseline = [(float(x), float(y)) for x, y in zip(xs, ys)]
+    return [(float(x), float(y)) for x, y in polygon], baseline
