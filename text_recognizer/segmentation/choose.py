@@ -20,7 +20,7 @@ def default_name() -> str:
 
 
 @lru_cache(maxsize=4)
-def _learned(path: str | None):
+def _learned(path: str):
     from text_recognizer.segmentation.learned import LearnedSegmenter
 
     return LearnedSegmenter.load(path)
@@ -37,7 +37,9 @@ def load_segmenter(name: str | Path | None = None):
 
             return segment_page
         if name == "learned":
-            return _learned(None)
+            from text_recognizer.segmentation.learned import default_segmenter_path
+
+            name = str(default_segmenter_path())
         path = Path(name)
         if not path.is_file():
             raise FileNotFoundError(f"segmenter {name!r} is neither one of {', '.join(NAMES)} nor a weights file")

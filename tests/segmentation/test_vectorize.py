@@ -1,0 +1,43 @@
+"""Vectorisation of region and core maps: one line per core, word gaps bridged, touching regions split."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from text_recognizer.segmentation.vectorize import vectorize
+
+
+def maps(lines, size=(120, 300), gaps=()):
+    """Region and core maps with a band per ``(baseline_y, x0, x1)``: region 20 px above to 10 px below the
+    baseline, core 6 px above it; ``gaps`` (x0, x1) are cut out of every core (spaces between words)."""
+    region, core = np.zeros(size, np.float32), np.zeros(size, np.float32)
+    for y, x0, x1 in lines:
+        region[y - 20:y + 10, x0:x1] = 0.9
+        core[y - 6:y, x0:x1] = 0.9
+    for x0, x1 in gaps:
+        core[:, x0:x1] = 0
+    return region, core
+
+
+def test_one_line_per_core_with_its_baseline():
+    region, core = maps([(30, 10, 280), (56, 10, 200), (82, 40, 280)])  # regions overlap (36..40, 62..66)
+    found = sorted(vectorize(region, core), key=lambda line: line[1][0][1])
+    assert len(found) == 3
+    for (polygon, baseline), (y, x0, x1) in zip(found, [(30, 10, 280), (56, 10, 200), (82, 40, 280)]):
+        assert all(abs(by - y) <= 1 for _, by in baseline)
+        assert abs(baseline[0][0] - x0) <= 1 and abs(baseline[-1][0] - x1) <= 1
+        ys = [p[1] for p in polygon]
+        assert min(ys) >= y - 21 and max(ys) <= y + 11
+
+
+def test_word_gaps_do_not_split_a_line_and_specks_are_dropped():
+    region, core = maps([(40, 10, 280)], gaps=[(60, 70), (150, 165)])
+    core[100:104, 100:105] = 0.9  # a speck: too short to be a line
+    found = vectorize(region, core)
+    assert len(found) == 1
+    assert found[0][1][0][0] <= 11 and found[0][1][-1][0] >= 279
+
+
+def test_nothing_found_on_empty_maps():
+    empty = np.zeros((50, 50), np.float32)
+    assert vectorize(empty, empty) == []
