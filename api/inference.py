@@ -166,7 +166,7 @@ def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, f
     segmenting = [0.0]
     try:
         segment = default_segmenter()
-    except ImportError as error:
+    except (ImportError, OSError, ValueError) as error:  # no scipy, missing or foreign segmenter weights
         image.close()
         raise APIError(501, "pages_unavailable", f"this server cannot read pages: {error}") from None
 

@@ -122,19 +122,20 @@ def evaluate_segmenter(model: LineUNet, folders: list[str], work_side: int = WOR
 
 
 def synthetic_pages(folder: str, count: int, seed: int) -> list[TrainingPage]:
-    """``count`` pages composed from the line images of ``folder`` (``segmentation.synthetic_pages``)."""
+    """``count`` pages composed from the line images of ``folder`` (``segmentation.synthetic``)."""
     from PIL import Image
-    from text_recognizer.segmentation.synthetic_pages import compose_page
 
     from text_recognizer.data.folder import read_labels
+    from text_recognizer.segmentation.synthetic import compose_page
     from training.segmentation_data import CACHE_SIDE
 
     records = read_labels(folder)
     rng = np.random.default_rng((seed, 7))
     pages = []
     for index in tqdm(range(count), desc="composing synthetic pages", unit="page"):
-        chosen = rng.choice(len(records), size=min(len(records), 40), replace=False)
-        images = [Image.open(records[i].path).convert("L") for i in chosen]
+        chosen = rng.choice(len(records), size=min(len(records), 150), replace=False)
+        # read lazily: a page takes as many crops as it holds (about 30 of the 150 on average)
+        images = (Image.open(records[i].path).convert("L") for i in chosen)
         composed = compose_page(images, rng)
         image = composed.image.convert("L")
         scale = min(1.0, CACHE_SIDE / max(image.size))

@@ -64,10 +64,11 @@ class LearnedSegmenter:
     """``segmenter(page)`` -> ``list[FoundLine]`` in page pixels, in reading order."""
 
     def __init__(self, model: LineUNet, work_side: int = WORK_SIDE, threshold: float = THRESHOLD,
-                 card: dict | None = None):
+                 card: dict | None = None, hug_ink: bool = False):
         self.model = model.eval().to(memory_format=torch.channels_last)
         self.work_side = work_side
         self.threshold = threshold
+        self.hug_ink = hug_ink
         self.card = dict(card or {})
 
     @classmethod
@@ -85,7 +86,7 @@ class LearnedSegmenter:
         model = LineUNet(UNetConfig.from_dict(bundle["config"]))
         model.load_state_dict(bundle["state_dict"])
         return cls(model, int(bundle.get("work_side", WORK_SIDE)), float(bundle.get("threshold", THRESHOLD)),
-                   bundle.get("card"))
+                   bundle.get("card"), bool(bundle.get("hug_ink", False)))
 
     @torch.inference_mode()
     def maps(self, gray: np.ndarray) -> np.ndarray:
@@ -101,20 +102,33 @@ class LearnedSegmenter:
             return []
         region, core = self.maps(gray)
         sx, sy = width / region.shape[1], height / region.shape[0]  # map pixel -> page pixels
+        ink = _map_ink(gray, region.shape) if self.hug_ink else None
         lines = []
-        for polygon, baseline in vectorize(region, core, self.threshold):
+        for polygon, baseline in vectorize(region, core, self.threshold, ink):
             lines.append(FoundLine(tuple((x * sx, y * sy) for x, y in polygon),
                                    tuple((x * sx, y * sy) for x, y in baseline)))
         return reading_order(lines)
 
 
+def _map_ink(gray: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """The working page's ink (``classical.ink_map``) at the maps' half size: a map pixel is ink if any of its
+    four page pixels is."""
+    from text_recognizer.segmentation.classical import ink_map
+
+    ink = ink_map(gray)
+    h, w = shape
+    padded = np.zeros((2 * h, 2 * w), bool)
+    padded[: ink.shape[0], : ink.shape[1]] = ink
+    return padded.reshape(h, 2, w, 2).any(axis=(1, 3))
+
+
 def save_segmenter(path: str | Path, model: LineUNet, work_side: int = WORK_SIDE, threshold: float = THRESHOLD,
-                   card: dict | None = None) -> Path:
+                   card: dict | None = None, hug_ink: bool = False) -> Path:
     """Write the weights and what reading a page needs to ``path`` (plain types: ``weights_only`` loads it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {key: value.detach().cpu().contiguous() for key, value in model.state_dict().items()}
     torch.save({"format": FORMAT, "version": FORMAT_VERSION, "config": model.config.to_dict(),
                 "state_dict": state, "work_side": int(work_side), "threshold": float(threshold),
-                "card": dict(card or {})}, path)
+                "hug_ink": bool(hug_ink), "card": dict(card or {})}, path)
     return path

@@ -28,8 +28,12 @@ THRESHOLD = 0.5
 JOIN = 4.0
 #: A line's core is at least this many core heights long.
 MIN_LENGTH = 2.0
+#: A line's mean core probability (over its core pixels, those above ``THRESHOLD``) is at least this.
+MIN_SCORE = 0.0
 #: Region pixels further than this many core heights from every core belong to no line.
 REACH = 3.0
+#: Ink-hugging polygons are padded by this many core heights above and below the ink.
+INK_PADDING = 0.3
 #: Between two cores in a column, the upper line's share of the gap (its descenders). Measured on the true
 #: polygons of the Copiste train and Stanford pages with each line's deepest point, the median is 0.55: an
 #: upper bound, since most of a line's length has no descender, hence a little less.
@@ -50,10 +54,12 @@ def core_height(cores: np.ndarray) -> float:
     return float(max(1.0, heights[order][min(middle, count - 1)]))
 
 
-def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
+def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD, ink: np.ndarray | None = None
               ) -> list[tuple[list[Point], list[Point]]]:
     """``(polygon, baseline)`` per line found in the ``(h, w)`` probability maps, in map pixels (x right, y
-    down; a pixel's centre at +0.5), in no particular order."""
+    down; a pixel's centre at +0.5), in no particular order. With ``ink`` (an ``(h, w)`` bool map of the
+    page's ink), polygons hug the ink of their line's pixels (and its core), padded by ``INK_PADDING`` core
+    heights, instead of the whole region."""
     cores = core > threshold
     if not cores.any():
         return []
@@ -64,8 +70,9 @@ def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
     labels, count = ndimage.label(joined)
     boxes = ndimage.find_objects(labels)
     keep = np.zeros(count + 1, bool)
+    scores = ndimage.mean(core, np.where(cores, labels, 0), np.arange(1, count + 1)) if MIN_SCORE > 0 else np.ones(count)
     for label, box in enumerate(boxes, start=1):
-        keep[label] = (box[1].stop - box[1].start) >= MIN_LENGTH * height
+        keep[label] = (box[1].stop - box[1].start) >= MIN_LENGTH * height and scores[label - 1] >= MIN_SCORE
     labels = np.where(keep[labels], labels, 0)
     if not labels.any():
         return []
@@ -75,7 +82,11 @@ def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
     for label, box in enumerate(ndimage.find_objects(owner), start=1):
         if box is None or not keep[label]:
             continue
-        found = _geometry(owner[box] == label, labels[box] == label, box, step)
+        mine, line_core = owner[box] == label, labels[box] == label
+        pad = 0.0
+        if ink is not None:
+            mine, pad = mine & (ink[box] | line_core), INK_PADDING * height
+        found = _geometry(mine, line_core, box, step, pad)
         if found is not None:
             lines.append(found)
     return lines
@@ -100,9 +111,10 @@ def _owners(labels: np.ndarray, reach: float) -> np.ndarray:
     return np.where(owner > 0, owner, nearest)
 
 
-def _geometry(mine: np.ndarray, core: np.ndarray, box: tuple[slice, slice], step: int
+def _geometry(mine: np.ndarray, core: np.ndarray, box: tuple[slice, slice], step: int, pad: float = 0.0
               ) -> tuple[list[Point], list[Point]] | None:
-    """Polygon from ``mine``'s envelopes in x bins of ``step`` px; baseline from ``core``'s lower edge."""
+    """Polygon from ``mine``'s envelopes in x bins of ``step`` px (``pad`` px further up and down); baseline
+    from ``core``'s lower edge."""
     top, left = box[0].start, box[1].start
     upper, lower, feet = [], [], []
     width = mine.shape[1]
@@ -110,8 +122,8 @@ def _geometry(mine: np.ndarray, core: np.ndarray, box: tuple[slice, slice], step
         x1 = min(width, x0 + step)
         rows = np.flatnonzero(mine[:, x0:x1].any(1))
         if len(rows):
-            upper += [(left + x0, top + rows[0]), (left + x1, top + rows[0])]
-            lower += [(left + x0, top + rows[-1] + 1), (left + x1, top + rows[-1] + 1)]
+            upper += [(left + x0, top + rows[0] - pad), (left + x1, top + rows[0] - pad)]
+            lower += [(left + x0, top + rows[-1] + 1 + pad), (left + x1, top + rows[-1] + 1 + pad)]
         core_rows = np.flatnonzero(core[:, x0:x1].any(1))
         if len(core_rows):
             feet.append((left + (x0 + x1) / 2, top + core_rows[-1] + 1.0))
