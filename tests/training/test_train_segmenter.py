@@ -13,7 +13,6 @@ from training.segmentation_data import CropDataset, load_pages
 from training.train_segmenter import main
 
 
-
 def tiny(steps: int = 4) -> list[str]:
     """Flags of a run small enough for a test: a few steps of tiny crops through a tiny network."""
     return ["--steps", str(steps), "--batch-size", "2", "--crop", "128", "--widths", "4", "8", "--warmup", "1",

@@ -70,7 +70,9 @@ def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
     labels, count = ndimage.label(joined)
     boxes = ndimage.find_objects(labels)
     keep = np.zeros(count + 1, bool)
-    scores = ndimage.mean(core, np.where(cores, labels, 0), np.arange(1, count + 1)) if MIN_SCORE > 0 else np.ones(count)
+    scores = np.ones(count)
+    if MIN_SCORE > 0:
+        scores = ndimage.mean(core, np.where(cores, labels, 0), np.arange(1, count + 1))
     for label, box in enumerate(boxes, start=1):
         keep[label] = (box[1].stop - box[1].start) >= MIN_LENGTH * height and scores[label - 1] >= MIN_SCORE
     labels = np.where(keep[labels], labels, 0)
