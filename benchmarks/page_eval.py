@@ -18,11 +18,10 @@ a measurement only when nothing else runs on the machine, upper bounds otherwise
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
-from training.page_evaluation import add_page_arguments, format_table, json_result, run_from_args
+from training.page_evaluation import add_page_arguments, run_and_print
 
 DEFAULT_PAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "stanford_memorials_1905_pages"
 
@@ -42,17 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return LineRecognizer(args.checkpoint, **decoder_kwargs(args))
 
-    try:
-        result = run_from_args(args, recognizer, args.pages)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    for item in result["skipped_lines"]:
-        print(f"skipped {item['line']}: {item['reason']}", file=sys.stderr)
-    result["decoder"] = None if args.detection_only else args.decoder
-    print(json_result(result) if args.json else format_table(result))
-    return 0
-
+    return run_and_print(args, recognizer, args.pages)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -124,22 +124,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def evaluate_pages_main(args) -> int:
     """``--pages``: the page evaluation of ``training/page_evaluation.py`` on ``--data``."""
-    from training.page_evaluation import format_table, json_result, run_from_args  # lxml, scipy: loaded when used
+    from training.page_evaluation import run_and_print  # lxml, scipy: loaded when used
 
     def recognizer():
         return LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size, **decoder_kwargs(args))
 
-    try:
-        result = run_from_args(args, recognizer, args.data)
-    except (CheckpointError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    for item in result["skipped_lines"]:
-        print(f"skipped {item['line']}: {item['reason']}", file=sys.stderr)
-    result["decoder"] = None if args.detection_only else args.decoder
-    print(json_result(result) if args.json else format_table(result))
-    return 0
-
+    return run_and_print(args, recognizer, args.data, (CheckpointError, ValueError))
 
 if __name__ == "__main__":
     raise SystemExit(main())

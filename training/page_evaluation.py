@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -390,6 +391,23 @@ def run_from_args(args, recognizer_factory: Callable[[], object], folder: Path) 
     segmenter = None if args.found is not None else load_segmenter(args.segmenter)
     return evaluate_pages(folder, recognizer, segmenter, found_dir=args.found, true_polygons=not args.no_true_polygons,
                           limit=args.limit, match_iou=args.match_iou, segmenter_name=args.segmenter or default_name())
+
+
+def run_and_print(args, recognizer_factory: Callable[[], object], folder: Path,
+                  errors: tuple[type[BaseException], ...] = (ValueError,)) -> int:
+    """Evaluate ``folder`` (``run_from_args``), print the skipped lines on stderr and the table (or JSON with
+    ``args.json``) on stdout; ``errors`` are printed as ``error:`` with exit status 2. Both page commands'
+    ``main``."""
+    try:
+        result = run_from_args(args, recognizer_factory, folder)
+    except errors as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for item in result["skipped_lines"]:
+        print(f"skipped {item['line']}: {item['reason']}", file=sys.stderr)
+    result["decoder"] = None if args.detection_only else args.decoder
+    print(json_result(result) if args.json else format_table(result))
+    return 0
 
 
 def json_result(result: dict) -> str:
