@@ -50,6 +50,8 @@ def test_package_data_files_exist_and_cover_what_the_code_loads():
     shipped = {path for paths in declared.values() for path in paths}
     needed = [REPO / "text_recognizer" / "artifacts" / "default.pt", REPO / "text_recognizer" / "data" / "words.txt",
               REPO / "text_recognizer" / "artifacts" / "LICENSE-cmudict.txt",
+              REPO / "text_recognizer" / "artifacts" / "segmenter.pt",  # the page reader's default segmenter
+              REPO / "text_recognizer" / "artifacts" / "SEGMENTER_CARD.md",
               *(REPO / "text_recognizer" / "artifacts").glob("*.decoder.pt"),  # every language's bundle
               *(REPO / "text_recognizer" / "data" / "metadata").glob("*.toml"), *(REPO / "api" / "static").iterdir()]
     assert len(needed) > 4

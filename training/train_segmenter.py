@@ -160,7 +160,8 @@ def _report(report, policy: str) -> None:
         raise SystemExit("stopping: --bad-samples error")
 
 
-def main(argv: list[str] | None = None) -> dict:
+def train(argv: list[str] | None = None) -> dict:
+    """Run the command with ``argv``; returns the summary written to ``summary.json``."""
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -271,6 +272,11 @@ def main(argv: list[str] | None = None) -> dict:
           f"resume with --resume --run-dir {run_dir}" if step < args.steps else
           f"done: best val F1 {best['f1']:.4f} at step {best['step']} ({run_dir / 'best.pt'})")
     return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point (``text-recognizer-train-segmenter``)."""
+    train(argv)
 
 
 if __name__ == "__main__":

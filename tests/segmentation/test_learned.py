@@ -47,8 +47,21 @@ def test_every_line_of_a_composed_page_is_found_once(bundled, angle):
         assert all(left - 1 <= x <= right + 1 and top <= y <= bottom + 1 for x, y in line.baseline)
 
 
+def test_a_line_image_given_as_a_page_is_one_line(bundled):
+    line = Image.open(FIXTURES / "line_03.png").convert("L")
+    page = Image.new("L", (line.width + 40, line.height + 40), 255)
+    page.paste(line, (20, 20))
+    found = bundled(page)
+    assert len(found) == 1
+    left, top, right, bottom = found[0].box
+    assert left < 0.2 * page.width and right > 0.8 * page.width
+
+
 def test_pages_without_writing_have_no_lines(bundled):
     assert bundled(Image.new("RGB", (800, 1000), (240, 236, 225))) == []
+    ys, xs = np.mgrid[0:1000, 0:800]
+    lit = (200 + 40 * np.sin(xs / 300) * np.cos(ys / 400)).astype(np.uint8)  # uneven light, no writing
+    assert bundled(Image.fromarray(lit)) == []
     assert bundled(Image.new("L", (1, 1), 255)) == []
     assert bundled(Image.new("L", (3000, 5), 255)) == []
 

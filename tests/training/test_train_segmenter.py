@@ -10,7 +10,7 @@ import pytest
 from tests.data.layout_pages import write_page_folder
 from text_recognizer.segmentation.learned import LearnedSegmenter
 from training.segmentation_data import CropDataset, load_pages
-from training.train_segmenter import main
+from training.train_segmenter import train
 
 
 def tiny(steps: int = 4) -> list[str]:
@@ -44,7 +44,7 @@ def test_pages_are_checked_and_cached(pages, tmp_path):
 
 def test_a_short_run_writes_its_files_and_resumes(pages, tmp_path):
     run = tmp_path / "run"
-    summary = main(["--data", str(pages), "--val-data", str(pages), "--run-dir", str(run), *tiny()])
+    summary = train(["--data", str(pages), "--val-data", str(pages), "--run-dir", str(run), *tiny()])
     assert summary["step"] == 4 and summary["stopped"] == "finished"
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if r["kind"] == "val"] == [2, 4]
@@ -52,8 +52,8 @@ def test_a_short_run_writes_its_files_and_resumes(pages, tmp_path):
     segmenter = LearnedSegmenter.load(run / "best.pt")
     assert segmenter.card["trained_on"] == [str(pages)]
     with pytest.raises(SystemExit, match="already holds a run"):
-        main(["--data", str(pages), "--run-dir", str(run), *tiny()])
-    summary = main(["--data", str(pages), "--val-data", str(pages), "--run-dir", str(run), "--resume", *tiny(6)])
+        train(["--data", str(pages), "--run-dir", str(run), *tiny()])
+    summary = train(["--data", str(pages), "--val-data", str(pages), "--run-dir", str(run), "--resume", *tiny(6)])
     assert summary["step"] == 6
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if r["kind"] == "val"] == [2, 4, 6]  # resumed at 4, not from 0
@@ -62,15 +62,15 @@ def test_a_short_run_writes_its_files_and_resumes(pages, tmp_path):
 def test_bad_data_is_reported(pages, tmp_path):
     (pages / "b.png").unlink()  # b.xml's image is gone
     with pytest.raises(SystemExit, match="--bad-samples error"):
-        main(["--data", str(pages), "--run-dir", str(tmp_path / "r1"), "--bad-samples", "error", *tiny()])
+        train(["--data", str(pages), "--run-dir", str(tmp_path / "r1"), "--bad-samples", "error", *tiny()])
     with pytest.raises(ValueError, match="not a folder of PAGE/ALTO"):
-        main(["--data", str(tmp_path / "nothing"), "--run-dir", str(tmp_path / "r2"), *tiny()])
+        train(["--data", str(tmp_path / "nothing"), "--run-dir", str(tmp_path / "r2"), *tiny()])
 
 
 def test_wandb_offline_run(pages, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     run = tmp_path / "run"
-    main(["--data", str(pages), "--val-data", str(pages), "--run-dir", str(run), "--wandb", *tiny()])
+    train(["--data", str(pages), "--val-data", str(pages), "--run-dir", str(run), "--wandb", *tiny()])
     offline = list((run / "wandb").glob("offline-run-*"))
     assert offline, "an offline W&B run directory"
     assert (run / "wandb_run_id").is_file()
