@@ -256,7 +256,12 @@ def test_cli_never_overwrites_a_file_beside_the_image(composed, tmp_path, capsys
     ("lxml", ["--format", "alto", "--output-dir", "out"], "PAGE-XML and ALTO output need lxml"),
 ])
 def test_cli_without_the_page_extra_says_what_to_install(module, args, message, composed, monkeypatch, capsys):
+    from text_recognizer.segmentation import choose
+
     monkeypatch.setitem(sys.modules, module, None)  # as in the base install
+    if module.startswith("text_recognizer.segmentation"):  # both segmenters need scipy
+        monkeypatch.setitem(sys.modules, "text_recognizer.segmentation.learned", None)
+        choose._learned.cache_clear()
     assert main(["--page", str(composed[0]), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "pip install 'text-recognizer[page]'" in err and "Traceback" not in err

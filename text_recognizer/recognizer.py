@@ -148,7 +148,7 @@ PROGRESS_THRESHOLD = 5
 def build_parser() -> argparse.ArgumentParser:
     from text_recognizer.outputs import FORMATS  # CLI modules load here: the library import stays light
     from text_recognizer.page_formats import XML_FORMATS
-    from text_recognizer.page_reader import MAX_PAGE_PIXELS
+    from text_recognizer.page_reader import MAX_PAGE_PIXELS, MIN_LINE_CONFIDENCE
 
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
@@ -173,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--segmenter", default=None,
                         help="with --page: how lines are found: learned (the bundled network, the default), "
                              "classical (no weights), or a segmenter weights file (training/train_segmenter.py)")
+    parser.add_argument("--min-line-confidence", type=float, default=MIN_LINE_CONFIDENCE,
+                        help="with --page: found lines read with a lower confidence are left out (marks, not "
+                             "writing); 0 keeps every line")
     parser.add_argument("--max-page-pixels", type=_positive_int, default=MAX_PAGE_PIXELS,
                         help="with --page: larger images are refused (memory stays bounded); scale them down")
     parser.add_argument("--json", action="store_true", help="same as --format json")
@@ -246,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.page:
         fmt = "json" if args.json else args.format
         status = _read_pages(recognizer, files, fmt, args.output_dir, args.max_page_pixels, args.progress,
-                             args.segmenter)
+                             args.segmenter, args.min_line_confidence)
         return 2 if status == 2 else (1 if status or failures else 0)
     single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
     writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
@@ -293,7 +296,7 @@ def _progress_bar(total: int, show: bool, unit: str = "line"):
 
 
 def _read_pages(recognizer, files: list[Path], fmt: str, output_dir: Path | None, max_pixels: int,
-                progress: str, segmenter: str | None = None) -> int:
+                progress: str, segmenter: str | None = None, min_confidence: float | None = None) -> int:
     """``--page``: read each page image and print it (json, jsonl, text) or write ``<stem>.xml`` into
     ``output_dir`` (page, alto). A page that cannot be read is an ``error:`` on stderr and the others go on;
     a line that cannot be cut or read is a ``warning:`` (it is reported in its line). Returns 0 when every
@@ -305,7 +308,8 @@ def _read_pages(recognizer, files: list[Path], fmt: str, output_dir: Path | None
     from text_recognizer.segmentation.choose import load_segmenter
 
     try:
-        reader = PageReader(recognizer, segmenter=load_segmenter(segmenter), max_pixels=max_pixels)
+        options = {} if min_confidence is None else {"min_confidence": min_confidence}
+        reader = PageReader(recognizer, segmenter=load_segmenter(segmenter), max_pixels=max_pixels, **options)
         if fmt in XML_FORMATS:
             lxml_etree()  # lxml is there, before any page is read
     except (ImportError, FileNotFoundError, ValueError) as error:

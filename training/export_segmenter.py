@@ -19,12 +19,12 @@ from text_recognizer.segmentation.learned import LearnedSegmenter, save_segmente
 
 
 def export(source: Path, target: Path, version: str, licence: str, measured: list[str],
-           threshold: float | None = None) -> Path:
+           threshold: float | None = None, hug_ink: bool = True) -> Path:
     segmenter = LearnedSegmenter.load(source)
     card = {**segmenter.card, "version": version, "licence": licence, "measured": list(measured),
             "source_sha256": sha256_file(source)}
     return save_segmenter(target, segmenter.model.float(), segmenter.work_side,
-                          segmenter.threshold if threshold is None else threshold, card)
+                          segmenter.threshold if threshold is None else threshold, card, hug_ink)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,8 +35,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--licence", required=True, help="the terms the training data put on the weights")
     parser.add_argument("--measured", action="append", default=[], help="a measured result for the card (repeat)")
     parser.add_argument("--threshold", type=float, default=None, help="map threshold (default: the source's)")
+    parser.add_argument("--polygons", choices=("ink", "region"), default="ink",
+                        help="line polygons that hug the line's ink (the default), or its whole predicted region")
     args = parser.parse_args(argv)
-    path = export(args.source, args.target, args.version, args.licence, args.measured, args.threshold)
+    path = export(args.source, args.target, args.version, args.licence, args.measured, args.threshold,
+                  args.polygons == "ink")
     print(f"{args.source} -> {path} ({path.stat().st_size / 2**20:.1f} MiB)")
 
 

@@ -45,7 +45,7 @@ from text_recognizer.data.page import crossed_out_as_hash
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.metrics import char_edits
 from text_recognizer.normalization import normalizer
-from text_recognizer.page_reader import PageReader
+from text_recognizer.page_reader import MIN_LINE_CONFIDENCE, PageReader
 from text_recognizer.stem import oriented_size
 
 if TYPE_CHECKING:
@@ -200,7 +200,8 @@ def default_segmenter() -> Callable:
 
 def evaluate_page(page: TruePage, recognizer=None, segmenter: Callable | None = None,
                   found: Sequence[GivenLine] | None = None, true_polygons: bool = True,
-                  decoder: str | None = None, match_iou: float = 0.5) -> dict:
+                  decoder: str | None = None, match_iou: float = 0.5,
+                  min_confidence: float = MIN_LINE_CONFIDENCE) -> dict:
     """Score one page (see the module's docstring). ``recognizer=None``: detection only (no reading, no CER).
     ``found``: these lines instead of running ``segmenter`` (default: the package's, ``load_segmenter()``)."""
     from text_recognizer.segmentation.scoring import score_page
@@ -210,7 +211,7 @@ def evaluate_page(page: TruePage, recognizer=None, segmenter: Callable | None = 
     timed = _timed(segmenter, segment_seconds)
     start, cpu = time.perf_counter(), time.process_time()
     if recognizer is not None:
-        result = PageReader(recognizer, timed).read(page.image, decoder=decoder)
+        result = PageReader(recognizer, timed, min_confidence=min_confidence).read(page.image, decoder=decoder)
         size = (result.width, result.height)
         polygons = [line.polygon for line in result.lines]
         readings: list[str] | None = [reading_text(line.text) for line in result.lines]
@@ -235,11 +236,13 @@ def evaluate_page(page: TruePage, recognizer=None, segmenter: Callable | None = 
 
 
 def read_true_polygons(page: TruePage, recognizer, decoder: str | None = None) -> dict:
-    """The counted lines read through their true polygons (same cutter and batching): edits and seconds."""
+    """The counted lines read through their true polygons (same cutter and batching): edits and seconds. Every
+    line is kept, however low its confidence (``min_confidence=0``): the reader with a perfect segmenter."""
     chosen = [i for i, counts in enumerate(page.counted) if counts]
     given = [GivenLine(tuple(page.lines[i].polygon), tuple(page.lines[i].baseline or ())) for i in chosen]
     start = time.perf_counter()
-    result = PageReader(recognizer, lambda _: given).read(page.image, decoder=decoder) if given else None
+    reader = PageReader(recognizer, lambda _: given, min_confidence=0.0)
+    result = reader.read(page.image, decoder=decoder) if given else None
     seconds = time.perf_counter() - start
     texts = [reading_text(line.text) for line in result.lines] if result is not None else []
     edits = sum(char_edits(page.references[i], text) for i, text in zip(chosen, texts))
@@ -254,7 +257,8 @@ def _mean(values: Sequence[float | None]) -> float | None:
 def evaluate_pages(folder: str | Path, recognizer=None, segmenter: Callable | None = None,
                    found_dir: str | Path | None = None, true_polygons: bool = True, decoder: str | None = None,
                    limit: int | None = None, progress: Callable[[dict], None] | None = None,
-                   match_iou: float = 0.5, segmenter_name: str | None = None) -> dict:
+                   match_iou: float = 0.5, segmenter_name: str | None = None,
+                   min_confidence: float = MIN_LINE_CONFIDENCE) -> dict:
     """Score a page reader on every PAGE/ALTO file of ``folder`` (the first ``limit``); see the module's docstring.
 
     ``found_dir``: a folder of PAGE/ALTO files named like the pages' (``<page stem>.xml``), whose lines are the
@@ -279,7 +283,7 @@ def evaluate_pages(folder: str | Path, recognizer=None, segmenter: Callable | No
             if not path.is_file():
                 raise ValueError(f"{path}: no found lines for page {xml.name}")
             found = found_lines(path)
-        record = evaluate_page(page, recognizer, segmenter, found, true_polygons, decoder, match_iou)
+        record = evaluate_page(page, recognizer, segmenter, found, true_polygons, decoder, match_iou, min_confidence)
         if found is not None:
             given = given_seconds.get(xml.stem)
             record["segment_seconds"] = given.get("wall") if isinstance(given, dict) else given
@@ -341,6 +345,9 @@ def add_page_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--segmenter", default=None,
                        help="learned (the bundled weights; the default when the package has them), classical, or "
                             "a segmenter weights file (training/train_segmenter.py's best.pt)")
+    group.add_argument("--min-line-confidence", type=float, default=MIN_LINE_CONFIDENCE,
+                       help="found lines read with a lower confidence are left out, as the page reader does (0: keep "
+                            "every line; detection-only scores every found line)")
     group.add_argument("--detection-only", action="store_true",
                        help="line detection only: no reading, no CER (fast)")
     group.add_argument("--no-true-polygons", action="store_true",
@@ -390,7 +397,8 @@ def run_from_args(args, recognizer_factory: Callable[[], object], folder: Path) 
 
     segmenter = None if args.found is not None else load_segmenter(args.segmenter)
     return evaluate_pages(folder, recognizer, segmenter, found_dir=args.found, true_polygons=not args.no_true_polygons,
-                          limit=args.limit, match_iou=args.match_iou, segmenter_name=args.segmenter or default_name())
+                          limit=args.limit, match_iou=args.match_iou, segmenter_name=args.segmenter or default_name(),
+                          min_confidence=args.min_line_confidence)
 
 
 def run_and_print(args, recognizer_factory: Callable[[], object], folder: Path,

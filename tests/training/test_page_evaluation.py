@@ -151,7 +151,8 @@ def test_references_are_normalised_as_training_reads_them():
 ])
 def test_the_commands_print_json(drawn, command):
     """Both commands, with the bundled model (greedy) reading the found lines: detection is exact."""
-    out = subprocess.run([sys.executable, *command, str(drawn[0]), "--found", str(drawn[1]), "--json"],
+    out = subprocess.run([sys.executable, *command, str(drawn[0]), "--found", str(drawn[1]), "--json",
+                          "--min-line-confidence", "0"],  # score every given line, however it reads
                          cwd=REPO, capture_output=True, text=True, timeout=300, check=True)
     result = json.loads(out.stdout)
     assert (result["found"], result["true"], result["matched"], result["neutral"], result["ignored"]) == (3, 3, 2, 1, 1)
@@ -173,6 +174,9 @@ def test_real_pages_first_of_each_set():
 
     stanford = evaluate_pages(SHARED / "stanford_memorials_1905_pages", limit=1)
     assert stanford["pages"] == 1 and stanford["true"] == 11  # Lettre245: 11 handwritten lines, 1 printed
-    copiste = evaluate_pages(SHARED / "copiste_dun_jour" / "val", LineRecognizer(), limit=1)
+    from text_recognizer.segmentation.classical import segment_page  # it finds the printed notice
+
+    copiste = evaluate_pages(SHARED / "copiste_dun_jour" / "val", LineRecognizer(), segment_page, limit=1,
+                             min_confidence=0.0)  # every found line scored
     assert copiste["true"] == 25 and copiste["ignored"] > 0  # every line has text; the notice lies outside
     assert 0.2 < copiste["true_polygon_cer"] < 0.8 and copiste["page_cer"] >= copiste["true_polygon_cer"]

@@ -87,8 +87,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == (0 if has_shared else 1)
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,2" in out
-    assert "--max-steps 8224" in out and "done: 0 of 46 stages" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,3" in out
+    assert "--max-steps 8224" in out and "done: 0 of 48 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
 

@@ -30,8 +30,8 @@ def load_segmenter(name: str | Path | None = None):
     """A callable ``page -> list[FoundLine]`` for ``name`` (``None``: ``default_name()``). The learned segmenter
     needs scipy and torch, the classical one scipy; ``ImportError`` says how to install them,
     ``FileNotFoundError``/``ValueError`` name a missing or foreign weights file. Loaded weights are cached."""
-    name = default_name() if name is None else name
     try:
+        name = default_name() if name is None else name
         if name == "classical":
             from text_recognizer.segmentation.classical import segment_page
 

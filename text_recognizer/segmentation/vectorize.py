@@ -29,11 +29,11 @@ JOIN = 4.0
 #: A line's core is at least this many core heights long.
 MIN_LENGTH = 2.0
 #: A line's mean core probability (over its core pixels, those above ``THRESHOLD``) is at least this.
-MIN_SCORE = 0.0
+MIN_SCORE = 0.8
 #: Region pixels further than this many core heights from every core belong to no line.
 REACH = 3.0
 #: Ink-hugging polygons are padded by this many core heights above and below the ink.
-INK_PADDING = 0.3
+INK_PADDING = 0.6
 #: Between two cores in a column, the upper line's share of the gap (its descenders). Measured on the true
 #: polygons of the Copiste train and Stanford pages with each line's deepest point, the median is 0.55: an
 #: upper bound, since most of a line's length has no descender, hence a little less.
