@@ -265,3 +265,22 @@ def test_cli_without_the_page_extra_says_what_to_install(module, args, message, 
     assert main(["--page", str(composed[0]), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "pip install 'text-recognizer[page]'" in err and "Traceback" not in err
+
+
+def test_lines_read_with_a_low_confidence_are_left_out_and_counted():
+    """A "line" of specks reads as garbage at a low confidence: dropped by default, kept with min_confidence=0."""
+    page = Image.new("L", (1000, 400), 250)
+    draw = ImageDraw.Draw(page)
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        x, y = rng.integers(100, 900), rng.integers(220, 300)
+        draw.ellipse((x, y, x + 4, y + 3), fill=120)
+    specks = FoundLine(((100, 200), (900, 200), (900, 320), (100, 320)), ((100, 300), (900, 300)))
+    recognizer = LineRecognizer()
+    kept = PageReader(recognizer, lambda _: [specks], min_confidence=0.0).read(page)
+    assert len(kept.lines) == 1 and kept.lines[0].confidence < 0.2 and kept.dropped == 0
+    dropped = PageReader(recognizer, lambda _: [specks]).read(page)
+    assert dropped.lines == () and dropped.dropped == 1
+    assert dropped.to_dict()["dropped_lines"] == 1 and "dropped_lines" not in kept.to_dict()
+    with pytest.raises(ValueError, match="min_confidence"):
+        PageReader(recognizer, lambda _: [], min_confidence=1.5)
