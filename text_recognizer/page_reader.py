@@ -148,6 +148,17 @@ class PageResult:
         return {**record, "lines": [line.to_dict() for line in self.lines], "text": self.text}
 
 
+def add_page_reader_arguments(parser, prefix: str = "") -> None:
+    """``--segmenter`` and ``--min-line-confidence`` on ``parser`` (or an argument group), their help starting with
+    ``prefix`` (e.g. ``"with --page: "``): the CLI and the page evaluation name them the same way."""
+    parser.add_argument("--segmenter", default=None,
+                        help=f"{prefix}how lines are found: learned (the bundled network, the default), classical "
+                             "(no weights), or a segmenter weights file (training/train_segmenter.py's best.pt)")
+    parser.add_argument("--min-line-confidence", type=float, default=MIN_LINE_CONFIDENCE,
+                        help=f"{prefix}found lines read with a lower confidence are left out (marks, not writing); "
+                             "0 keeps every line")
+
+
 def default_segmenter() -> Segmenter:
     """The bundled learned segmenter (``text_recognizer.segmentation.learned``), or the classical one where the
     package holds no weights (``segmentation.choose.load_segmenter``); both need scipy."""

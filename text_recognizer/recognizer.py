@@ -148,7 +148,7 @@ PROGRESS_THRESHOLD = 5
 def build_parser() -> argparse.ArgumentParser:
     from text_recognizer.outputs import FORMATS  # CLI modules load here: the library import stays light
     from text_recognizer.page_formats import XML_FORMATS
-    from text_recognizer.page_reader import MAX_PAGE_PIXELS, MIN_LINE_CONFIDENCE
+    from text_recognizer.page_reader import MAX_PAGE_PIXELS, add_page_reader_arguments
 
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
@@ -170,12 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--page", action="store_true",
                         help="the inputs are images of whole pages: find the text lines (--segmenter), "
                              "read them in order, and give the lines with polygons, baselines, words and text")
-    parser.add_argument("--segmenter", default=None,
-                        help="with --page: how lines are found: learned (the bundled network, the default), "
-                             "classical (no weights), or a segmenter weights file (training/train_segmenter.py)")
-    parser.add_argument("--min-line-confidence", type=float, default=MIN_LINE_CONFIDENCE,
-                        help="with --page: found lines read with a lower confidence are left out (marks, not "
-                             "writing); 0 keeps every line")
+    add_page_reader_arguments(parser, "with --page: ")
     parser.add_argument("--max-page-pixels", type=_positive_int, default=MAX_PAGE_PIXELS,
                         help="with --page: larger images are refused (memory stays bounded); scale them down")
     parser.add_argument("--json", action="store_true", help="same as --format json")

@@ -45,7 +45,7 @@ from text_recognizer.data.page import crossed_out_as_hash
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.metrics import char_edits
 from text_recognizer.normalization import normalizer
-from text_recognizer.page_reader import MIN_LINE_CONFIDENCE, PageReader
+from text_recognizer.page_reader import MIN_LINE_CONFIDENCE, PageReader, add_page_reader_arguments
 from text_recognizer.stem import oriented_size
 
 if TYPE_CHECKING:
@@ -342,12 +342,7 @@ def add_page_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--found", type=Path, default=None,
                        help="folder of PAGE/ALTO files (<page>.xml) from another segmenter: score and read their "
                             "lines instead of running ours (optional seconds.json: {page: segmentation seconds})")
-    group.add_argument("--segmenter", default=None,
-                       help="learned (the bundled weights; the default when the package has them), classical, or "
-                            "a segmenter weights file (training/train_segmenter.py's best.pt)")
-    group.add_argument("--min-line-confidence", type=float, default=MIN_LINE_CONFIDENCE,
-                       help="found lines read with a lower confidence are left out, as the page reader does (0: keep "
-                            "every line; detection-only scores every found line)")
+    add_page_reader_arguments(group)  # --segmenter, --min-line-confidence (detection-only scores every found line)
     group.add_argument("--detection-only", action="store_true",
                        help="line detection only: no reading, no CER (fast)")
     group.add_argument("--no-true-polygons", action="store_true",
