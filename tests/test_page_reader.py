@@ -268,19 +268,27 @@ def test_cli_without_the_page_extra_says_what_to_install(module, args, message, 
 
 
 def test_lines_read_with_a_low_confidence_are_left_out_and_counted():
-    """A "line" of specks reads as garbage at a low confidence: dropped by default, kept with min_confidence=0."""
-    page = Image.new("L", (1000, 400), 250)
+    """A "line" of specks below three written lines reads as garbage at a low confidence: dropped by default,
+    kept with min_confidence=0; a page of nothing but specks keeps its line (nothing reads better there)."""
+    written, boxes = compose_page(["line_00.png", "line_01.png", "line_02.png"])
+    page = Image.new("L", (written.width, written.height + 200), 235)
+    page.paste(written, (0, 0))
     draw = ImageDraw.Draw(page)
     rng = np.random.default_rng(0)
+    top = written.height + 40
     for _ in range(60):
-        x, y = rng.integers(100, 900), rng.integers(220, 300)
+        x, y = rng.integers(100, 900), rng.integers(top + 20, top + 100)
         draw.ellipse((x, y, x + 4, y + 3), fill=120)
-    specks = FoundLine(((100, 200), (900, 200), (900, 320), (100, 320)), ((100, 300), (900, 300)))
+    specks = FoundLine(((100, top), (900, top), (900, top + 120), (100, top + 120)),
+                       ((100, top + 100), (900, top + 100)))
+    lines = [FoundLine(tuple(box), (box[3], box[2])) for box in boxes] + [specks]
     recognizer = LineRecognizer()
-    kept = PageReader(recognizer, lambda _: [specks], min_confidence=0.0).read(page)
-    assert len(kept.lines) == 1 and kept.lines[0].confidence < 0.2 and kept.dropped == 0
-    dropped = PageReader(recognizer, lambda _: [specks]).read(page)
-    assert dropped.lines == () and dropped.dropped == 1
+    kept = PageReader(recognizer, lambda _: lines, min_confidence=0.0).read(page)
+    assert len(kept.lines) == 4 and kept.lines[3].confidence < 0.2 and kept.dropped == 0
+    dropped = PageReader(recognizer, lambda _: lines).read(page)
+    assert [line.text for line in dropped.lines] == [line.text for line in kept.lines[:3]] and dropped.dropped == 1
     assert dropped.to_dict()["dropped_lines"] == 1 and "dropped_lines" not in kept.to_dict()
+    alone = PageReader(recognizer, lambda _: [specks]).read(page)
+    assert len(alone.lines) == 1 and alone.dropped == 0
     with pytest.raises(ValueError, match="min_confidence"):
         PageReader(recognizer, lambda _: [], min_confidence=1.5)

@@ -19,8 +19,9 @@ is that one call (``LineRecognizer.read_page`` is a short cut to it):
    rotation undone).
 
 A line that cannot be cut or read is kept with an ``error`` (and no text); it never fails the page. A line
-read with a confidence under ``min_confidence`` (``MIN_LINE_CONFIDENCE``) is left out and counted
-(``PageResult.dropped``, ``"dropped_lines"`` in JSON): most are marks on the paper, not writing.
+read with a confidence under ``min_confidence`` (``MIN_LINE_CONFIDENCE``) and under half the page's median
+line confidence is left out and counted (``PageResult.dropped``, ``"dropped_lines"`` in JSON): most are marks
+on the paper, not writing.
 A page without writing (blank paper, a photo of a wall, a 1x1 image) gives zero lines.
 
 Memory: at most ``max_pixels`` (default 50 million: an A4 page at 600 dpi is 35 million) decoded
@@ -55,6 +56,8 @@ MAX_PAGE_PIXELS = 50_000_000
 #: and model, greedy): at 0.2 no matched line is lost and 5 of the 18 false lines go; at 0.4 a matched one goes.
 #: ``PageReader(min_confidence=0)`` (CLI ``--min-line-confidence 0``) keeps every line.
 MIN_LINE_CONFIDENCE = 0.2
+#: ...and below this share of the page's median line confidence (so a page read poorly throughout keeps its lines).
+RELATIVE_CONFIDENCE = 0.5
 
 Point = tuple[float, float]
 #: A page (PIL image) -> its lines in reading order; each has ``polygon`` and ``baseline`` in page pixels.
@@ -248,7 +251,7 @@ class PageReader:
             words = tuple(_page_word(word, ink, frame, (width, height)) for word in decoded.words)
             lines[at] = PageLine(line.id, line.polygon, line.baseline, decoded.text, float(decoded.confidence), words,
                                  language=getattr(decoded, "language", None))
-        kept = [line for line in lines if line.error is not None or line.confidence >= self.min_confidence]
+        kept = _confident(lines, self.min_confidence)
         kept = [replace(line, id=f"line_{number}") for number, line in enumerate(kept, start=1)]
         return PageResult(name, width, height, tuple(kept), _page_language(kept), dropped=len(lines) - len(kept))
 
@@ -282,6 +285,17 @@ class PageReader:
             return
         for index, line in zip(order, decoded):
             yield index, line, None
+
+
+def _confident(lines: list[PageLine], floor: float) -> list[PageLine]:
+    """``lines`` less those read below ``floor`` *and* below half the page's median confidence: on a page the model
+    reads poorly throughout (a hard hand, the wrong language) nothing is dropped, only what reads worse than the
+    page's own writing. Lines with an error are kept."""
+    confidences = [line.confidence for line in lines if line.error is None and line.confidence is not None]
+    if not confidences or floor <= 0:
+        return list(lines)
+    cut = min(floor, RELATIVE_CONFIDENCE * float(np.median(confidences)))
+    return [line for line in lines if line.error is not None or line.confidence >= cut]
 
 
 def _page_language(lines: Sequence[PageLine]) -> str | None:
