@@ -4,6 +4,10 @@ its files, resume, W&B offline, and the weights read back as a segmenter."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +15,8 @@ from tests.data.layout_pages import write_page_folder
 from text_recognizer.segmentation.learned import LearnedSegmenter
 from training.segmentation_data import CropDataset, load_pages
 from training.train_segmenter import train
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def tiny(steps: int = 4) -> list[str]:
@@ -67,10 +73,15 @@ def test_bad_data_is_reported(pages, tmp_path):
         train(["--data", str(tmp_path / "nothing"), "--run-dir", str(tmp_path / "r2"), *tiny()])
 
 
-def test_wandb_offline_run(pages, tmp_path, monkeypatch):
-    monkeypatch.setenv("WANDB_MODE", "offline")
+def test_wandb_offline_run(pages, tmp_path):
+    """The command as users run it, in its own process: a W&B run started in this one would keep wandb's
+    process-wide state (its mode, its settings) for the W&B logger's own tests."""
     run = tmp_path / "run"
-    train(["--data", str(pages), "--val-data", str(pages), "--run-dir", str(run), "--wandb", *tiny()])
+    env = {**os.environ, "WANDB_MODE": "offline", "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-m", "training.train_segmenter", "--data", str(pages), "--val-data", str(pages),
+                    "--run-dir", str(run), "--wandb", *tiny()], cwd=REPO, env=env, check=True, capture_output=True,
+                   timeout=600)
     offline = list((run / "wandb").glob("offline-run-*"))
     assert offline, "an offline W&B run directory"
     assert (run / "wandb_run_id").is_file()
+    assert json.loads((run / "summary.json").read_text())["step"] == 4
