@@ -32,7 +32,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from text_recognizer.segmentation.learned import WORK_SIDE, LearnedSegmenter, save_segmenter
-from text_recognizer.segmentation.scoring import detection_scores, score_page
+from text_recognizer.segmentation.scoring import detection_scores
 from text_recognizer.segmentation.unet import LineUNet, UNetConfig
 from training.loggers import JsonlLogger
 from training.segmentation_data import CropDataset, CropSettings, TrainingPage, load_pages
@@ -97,28 +97,18 @@ def learning_rate(step: int, args: argparse.Namespace) -> float:
 
 
 def evaluate_segmenter(model: LineUNet, folders: list[str], work_side: int = WORK_SIDE) -> dict:
-    """Line detection on whole pages (the counted lines, text blocks and IoU >= 0.5 of ``--pages`` evaluation)."""
-    from PIL import Image
-
-    from training.page_evaluation import load_page
+    """Line detection on whole pages, as ``training/evaluate.py --pages --detection-only`` scores it (the counted
+    lines, text blocks, IoU >= 0.5), summed over ``folders``."""
+    from training.page_evaluation import evaluate_pages
 
     segmenter = LearnedSegmenter(copy.deepcopy(model).cpu(), work_side)
-    matched = found = true = 0
-    seconds = 0.0
+    totals = {"matched": 0, "found": 0, "true": 0, "seconds": 0.0}
     for folder in folders:
-        for xml in sorted(Path(folder).glob("*.xml")):
-            page = load_page(xml)
-            with Image.open(page.image) as image:
-                image.load()
-                start = time.perf_counter()
-                lines = segmenter(image)
-                seconds += time.perf_counter() - start
-                size = image.size
-            score = score_page([line.polygon for line in lines], [line.polygon for line in page.lines], size,
-                               page.counted, page.regions)
-            matched, found, true = matched + score.matched, found + score.found, true + score.true
-    return {**detection_scores(matched, found, true), "matched": matched, "found": found, "true": true,
-            "seconds": seconds}
+        result = evaluate_pages(folder, None, segmenter)
+        for key in ("matched", "found", "true"):
+            totals[key] += result[key]
+        totals["seconds"] += result["segment_seconds_per_page"] * result["pages"]
+    return {**detection_scores(totals["matched"], totals["found"], totals["true"]), **totals}
 
 
 def synthetic_pages(folder: str, count: int, seed: int) -> list[TrainingPage]:
