@@ -12,6 +12,7 @@ not reading.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,24 +22,30 @@ from tqdm import tqdm
 from text_recognizer.data.folder import read_labels
 from text_recognizer.page_formats import page_xml
 from text_recognizer.page_reader import PageLine, PageResult
-from text_recognizer.segmentation.synthetic import compose_page
+from text_recognizer.segmentation.synthetic import SyntheticPage, compose_page
 
 PLACEHOLDER = "synthetic"
 #: Line images offered to each page (it takes as many as it holds).
 CROPS_PER_PAGE = 150
 
 
+def composed_pages(lines: str | Path, count: int, rng: np.random.Generator) -> Iterator[SyntheticPage]:
+    """``count`` pages composed from the line images of the labels.tsv folder ``lines``, each offered
+    ``CROPS_PER_PAGE`` random crops (read lazily: a page takes only as many as it holds, about 30)."""
+    records = read_labels(lines)
+    for _ in range(count):
+        chosen = rng.choice(len(records), size=min(len(records), CROPS_PER_PAGE), replace=False)
+        yield compose_page((Image.open(records[i].path).convert("L") for i in chosen), rng)
+
+
 def compose_folder(lines: str | Path, pages: int, output: str | Path, seed: int = 0) -> list[Path]:
     """``pages`` pages composed from the line images of the labels.tsv folder ``lines``, written to ``output``
     as ``synthetic-NNNN.jpg`` (RGB pages) or ``.png`` (grey) with ``synthetic-NNNN.xml`` beside each."""
-    records = read_labels(lines)
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
     written = []
-    for number in tqdm(range(pages), desc="composing pages", unit="page"):
-        chosen = rng.choice(len(records), size=min(len(records), CROPS_PER_PAGE), replace=False)
-        page = compose_page((Image.open(records[i].path).convert("L") for i in chosen), rng)
+    composed = composed_pages(lines, pages, np.random.default_rng(seed))
+    for number, page in enumerate(tqdm(composed, total=pages, desc="composing pages", unit="page")):
         suffix = ".jpg" if page.image.mode == "RGB" else ".png"
         image = output / f"synthetic-{number:04d}{suffix}"
         page.image.save(image, quality=90) if suffix == ".jpg" else page.image.save(image)

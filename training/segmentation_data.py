@@ -91,25 +91,31 @@ def _page_from_xml(xml: Path, report: PageReport) -> TrainingPage | None:
     except (OSError, ValueError) as error:
         report.problems.append((xml.name, f"page image {image_path.name} unreadable ({error})"))
         return None
-    height, width = gray.shape
-    scale = min(1.0, CACHE_SIDE / max(width, height))
-    image = Image.fromarray(np.round(gray * 255).astype(np.uint8))
-    if scale < 1.0:
-        image = image.resize((round(width * scale), round(height * scale)), Image.Resampling.LANCZOS)
     lines, problems = [], []
     for line in layout.lines:
         if not line.polygon or len(line.polygon) < 3:
             problems.append(f"line {line.id}: {line.polygon_error or 'no polygon'}; left out")
             continue
-        baseline = [(x * scale, y * scale) for x, y in (line.baseline or [])]
-        if len(baseline) < 2:
+        if len(line.baseline or []) < 2:
             problems.append(f"line {line.id}: no baseline; region only")
-        lines.append(([(x * scale, y * scale) for x, y in line.polygon], baseline))
+        lines.append((list(line.polygon), list(line.baseline or [])))
+    page = shrunk(xml.stem, Image.fromarray(np.round(gray * 255).astype(np.uint8)), lines)
     cache.mkdir(parents=True, exist_ok=True)
-    image.save(png)
-    meta.write_text(json.dumps({"lines": lines, "problems": problems}))
+    Image.fromarray(page.image).save(png)
+    meta.write_text(json.dumps({"lines": page.lines, "problems": problems}))
     report.problems += [(xml.name, problem) for problem in problems]
-    return TrainingPage(xml.stem, np.asarray(image), lines)
+    return page
+
+
+def shrunk(name: str, image: Image.Image, lines: list[tuple[list[Point], list[Point]]]) -> TrainingPage:
+    """A grey page and its lines (``(polygon, baseline)`` in its pixels) as a ``TrainingPage`` no larger than
+    ``CACHE_SIDE`` on its long side, the lines scaled with it."""
+    scale = min(1.0, CACHE_SIDE / max(image.size))
+    if scale < 1.0:
+        image = image.resize((round(image.width * scale), round(image.height * scale)), Image.Resampling.LANCZOS)
+    scaled = [([(x * scale, y * scale) for x, y in polygon], [(x * scale, y * scale) for x, y in baseline])
+              for polygon, baseline in lines]
+    return TrainingPage(name, np.asarray(image.convert("L")), scaled)
 
 
 def load_pages(folders: list[str | Path]) -> tuple[list[TrainingPage], PageReport]:

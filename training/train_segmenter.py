@@ -112,29 +112,14 @@ def evaluate_segmenter(model: LineUNet, folders: list[str], work_side: int = WOR
 
 
 def synthetic_pages(folder: str, count: int, seed: int) -> list[TrainingPage]:
-    """``count`` pages composed from the line images of ``folder`` (``segmentation.synthetic``)."""
-    from PIL import Image
+    """``count`` pages composed from the line images of ``folder`` (``training.compose_pages``), shrunk for training."""
+    from training.compose_pages import composed_pages
+    from training.segmentation_data import shrunk
 
-    from text_recognizer.data.folder import read_labels
-    from text_recognizer.segmentation.synthetic import compose_page
-    from training.segmentation_data import CACHE_SIDE
-
-    records = read_labels(folder)
-    rng = np.random.default_rng((seed, 7))
-    pages = []
-    for index in tqdm(range(count), desc="composing synthetic pages", unit="page"):
-        chosen = rng.choice(len(records), size=min(len(records), 150), replace=False)
-        # read lazily: a page takes as many crops as it holds (about 30 of the 150 on average)
-        images = (Image.open(records[i].path).convert("L") for i in chosen)
-        composed = compose_page(images, rng)
-        image = composed.image.convert("L")
-        scale = min(1.0, CACHE_SIDE / max(image.size))
-        if scale < 1.0:
-            image = image.resize((round(image.width * scale), round(image.height * scale)), Image.Resampling.LANCZOS)
-        lines = [([(x * scale, y * scale) for x, y in line.polygon], [(x * scale, y * scale) for x, y in line.baseline])
-                 for line in composed.lines]
-        pages.append(TrainingPage(f"synthetic-{index}", np.asarray(image), lines))
-    return pages
+    composed = composed_pages(folder, count, np.random.default_rng((seed, 7)))
+    return [shrunk(f"synthetic-{index}", page.image.convert("L"),
+                   [(list(line.polygon), list(line.baseline)) for line in page.lines])
+            for index, page in enumerate(tqdm(composed, total=count, desc="composing synthetic pages", unit="page"))]
 
 
 def _report(report, policy: str) -> None:
