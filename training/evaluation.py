@@ -26,6 +26,36 @@ from training.run_state import Run
 COLLAPSE_PROBE_LINES = 32  # validation lines whose frames per needed frame the blank-collapse warning reports
 
 
+def folder_parts(dataset) -> list[tuple[str, int]]:
+    """``(name, lines)`` of each validation folder, in dataset order; empty for a set that is one part.
+
+    Why: a run validated on several sources (IAM, Copiste, each collection of ``data/``) must say how each one
+    reads, not only their pooled CER: a pooled number hides the source that got worse. The name is the folder's
+    last two path parts (``timeus/val``), so runs compare source by source in ``metrics.jsonl`` and W&B.
+    """
+    inner = getattr(dataset, "lines", dataset)
+    parts = getattr(inner, "datasets", None)
+    if not parts or len(parts) < 2:
+        return []
+    named = []
+    for part in parts:
+        folder = getattr(part, "folder", None)
+        if folder is None:
+            return []
+        named.append(("/".join(folder.parts[-2:]), len(part)))
+    return named
+
+
+def part_cers(parts: list[tuple[str, int]], references: list[str], predictions: list[str]) -> dict[str, float]:
+    """``val_cer_<name>``: the corpus CER of each part, for references and predictions in dataset order."""
+    metrics, start = {}, 0
+    for name, count in parts:
+        key = "val_cer_" + "".join(c if c.isalnum() else "_" for c in name)
+        metrics[key] = cer(references[start:start + count], predictions[start:start + count])
+        start += count
+    return metrics
+
+
 @dataclass
 class EvalResult:
     loss: float
@@ -148,6 +178,7 @@ def validate(run: Run) -> tuple[EvalResult, bool]:
         result = result.in_dataset_order(visited)
     else:
         result = result.in_dataset_order(run.data.val_order)
+    result.extra.update(part_cers(folder_parts(run.data.val_set), result.references, result.predictions))
     state.elapsed = run.synced_elapsed()
     improved = result.cer < state.best_cer
     if improved:
@@ -175,6 +206,9 @@ def validate(run: Run) -> tuple[EvalResult, bool]:
         f"epoch {state.epoch:3d} step {state.step:6d} | train loss {run.last_loss:.3f} | val loss {result.loss:.3f} "
         f"cer {result.cer:.4f} wer {result.wer:.4f} | best {state.best_cer:.4f} | {state.elapsed / 60:.1f} min"
     )
+    by_source = {k.removeprefix("val_cer_"): v for k, v in result.extra.items() if k.startswith("val_cer_")}
+    if by_source:
+        print("  cer by source: " + ", ".join(f"{name} {value:.4f}" for name, value in by_source.items()))
     _watch_blank_collapse(run, result)
     return result, improved
 
