@@ -69,11 +69,12 @@ def test_languages_on_the_command_line(model, capsys) -> None:
     assert json.loads(capsys.readouterr().out)["language"] == "fr"
     assert main([*base, "--decoder", "beam"]) == 0  # auto: one of the two
     assert json.loads(capsys.readouterr().out)["language"] in ("en", "fr")
-    assert main([*base, "--language", "de"]) == 0  # greedy ignores the language
+    assert main([*base, "--language", "fr"]) == 0  # greedy reads alike in every language it has
     assert "language" not in json.loads(capsys.readouterr().out)
-    assert main([*base, "--decoder", "beam", "--language", "de"]) == 2
-    err = capsys.readouterr().err
-    assert "error:" in err and "no decoder bundle for German (de)" in err and "English (en), French (fr)" in err
+    for decoder in ("greedy", "beam"):  # a language the model lacks is refused alike by every decoder
+        assert main([*base, "--decoder", decoder, "--language", "de"]) == 2
+        err = capsys.readouterr().err
+        assert "error:" in err and "no decoder bundle for German (de)" in err and "English (en), French (fr)" in err
     with pytest.raises(SystemExit) as exit_info:
         main([*base, "--language", "french"])
     assert exit_info.value.code == 2 and "ISO 639-1" in capsys.readouterr().err

@@ -31,6 +31,7 @@ KINDS: dict[str, dict[str, Any]] = {
     "lm": {"fields": {"args"}, "required": {"args"}, "module": "training.build_lm"},
     "export": {"fields": {"args"}, "required": {"args"}, "module": "training.export_model"},
     "tune": {"fields": {"args"}, "required": {"args"}, "script": True, "process": True},
+    "data": {"fields": {"args"}, "required": {"args"}, "module": "training.sources.cli", "process": True},
 }
 
 

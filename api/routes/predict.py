@@ -129,9 +129,9 @@ _DECODER_HELP = "greedy or beam (beam search with the model's language model); d
 
 def language_choice(language: str | None, decoder: str, serving) -> tuple[str | None, str | None]:
     """``?language=``: ``(the language asked for, what it means with decoder)``. ``None`` asks for the server's
-    ``TEXT_RECOGNIZER_LANGUAGE`` (else the model's default); with greedy decoding any code is accepted and ignored
-    (its reading is the same in every language). A malformed value is a 422 ``bad_language``; with beam search, a
-    language the model has no bundle for (or cannot write) is a 422 ``language_unavailable`` naming those it has."""
+    ``TEXT_RECOGNIZER_LANGUAGE`` (else the model's default); greedy decoding reads the same in every language the
+    model has. A malformed value is a 422 ``bad_language``; with any decoder, a language the model has no bundle for
+    (or cannot write) is a 422 ``language_unavailable`` naming those it has."""
     try:
         asked = parse_language(language)
     except LanguageError:

@@ -1,7 +1,7 @@
 """``?language=`` on the line, batch and page routes, against a real uvicorn server serving a model with an English
 and a French decoder bundle: the language whose models read is in every answer, auto picks one per line (one
 per page), a language without a bundle or one the model cannot write is a 422 naming what it reads (never a 500),
-greedy ignores the language, ``/v1/model`` lists the languages, and the OpenAPI schema documents the parameter.
+a language the model lacks is refused by every decoder, ``/v1/model`` lists the languages, and the OpenAPI schema documents the parameter.
 The model is untrained: its texts are noise, the languages are what is checked."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_lines_say_which_language_read_them(bilingual):
         assert response.json()["language"] == language
     assert post(bilingual, decoder="beam").json()["language"] == "en"  # the model's own language by default
     assert post(bilingual, decoder="beam", language="auto").json()["language"] in ("en", "fr")
-    greedy = post(bilingual, language="de")  # greedy ignores the language, even one the model lacks
+    greedy = post(bilingual, language="fr")  # greedy reads alike in every language the model has
     assert greedy.status_code == 200 and greedy.json()["language"] is None
 
 
@@ -67,8 +67,9 @@ def test_a_batch_in_french(bilingual):
 
 
 def test_languages_the_model_cannot_read_are_client_errors(bilingual):
-    refused(post(bilingual, decoder="beam", language="de"), "language_unavailable", "German (de)",
-            "English (en), French (fr)")
+    for decoder in ("greedy", "beam"):  # refused alike by every decoder
+        refused(post(bilingual, decoder=decoder, language="de"), "language_unavailable", "German (de)",
+                "English (en), French (fr)")
     refused(post(bilingual, language="french"), "bad_language", "ISO 639-1", "'french'")
     refused(post(bilingual, decoder="beam", language="fr", readings="3"), "readings_unavailable")
     files = [("files", (LINE.name, LINE.read_bytes(), "image/png"))]

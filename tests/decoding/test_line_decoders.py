@@ -1,5 +1,5 @@
 """Decoding lines per language (text_recognizer.decoding.line_decoders): a named language decodes with its own
-bundle, auto chooses per line or once for a page from the greedy readings, greedy ignores the language, and a
+bundle, auto chooses per line or once for a page from the greedy readings, greedy reads alike in every language, and a
 language without a bundle is refused before anything is decoded. The log-probabilities spell known texts."""
 
 from __future__ import annotations
@@ -45,21 +45,24 @@ def test_auto_chooses_per_line_or_once_for_a_page(bundles) -> None:
 
 
 def test_greedy_reads_alike_in_every_language(bundles) -> None:
-    decoders = LanguageDecoders(LATIN, bundles, "greedy", language="de")  # accepted: greedy ignores it
+    decoders = LanguageDecoders(LATIN, bundles, "greedy", language="fr")  # accepted: greedy reads alike
     assert decoders.language is None and decoders.language_for("greedy", "fr") is None
     lines = decoders.decode(items(FRENCH[0]), "greedy", 1, decoders.language_for("greedy", "fr"))
     assert lines[0].language is None and lines[0].text == FRENCH[0] and "language" not in lines[0].to_dict()
     assert decoders.get("greedy", 1, "fr") is decoders.get("greedy", 1, None)  # one greedy decoder for all
-    without_lm = LanguageDecoders(LATIN, bundles, "beam", use_lm=False, language="de")
+    without_lm = LanguageDecoders(LATIN, bundles, "beam", use_lm=False, language="en")
     assert without_lm.language_for("beam", "fr") is None  # beam without LMs reads alike in every language too
 
 
 def test_a_language_without_a_bundle_is_refused(bundles) -> None:
     with pytest.raises(LanguageError, match=r"no decoder bundle for German \(de\). It reads English \(en\), French"):
         LanguageDecoders(LATIN, bundles, "beam", language="de")
-    decoders = LanguageDecoders(LATIN, bundles, "greedy", language="de")
+    for decoder, use_lm in (("greedy", True), ("beam", False)):  # refused alike by every decoder
+        with pytest.raises(LanguageError, match=r"no decoder bundle for German \(de\)"):
+            LanguageDecoders(LATIN, bundles, decoder, language="de", use_lm=use_lm)
+    decoders = LanguageDecoders(LATIN, bundles, "greedy")
     with pytest.raises(LanguageError, match="German"):
-        decoders.language_for("beam", None)  # the default language matters once beam search is asked for
+        decoders.language_for("greedy", "de")
     english_only = LanguageDecoders(LATIN, BundleSet({"en": bundle_for("en")}), "beam")
     assert english_only.language == "en" and english_only.language_for("beam", AUTO) == "en"
     with pytest.raises(LanguageError, match="French"):

@@ -7,10 +7,10 @@ for, and kept.
 
 What a language means (``language_for``): only beam search with language models reads differently per language.
 Greedy decoding, and beam search without LMs (``use_lm=False``, or a model without bundles when no language is
-named), read alike in every language: there the language asked for is accepted and ignored (not checked against
-the bundles), they decode with the primary bundle's settings and calibration, and their lines carry no
-``language``. For beam search a named language must have a bundle the model can use (``LanguageError`` naming
-those it has), and ``auto`` picks per line, or once for all the lines of one call with ``together=True`` (a page),
+named), read alike in every language: they decode with the primary bundle's settings and calibration, and their
+lines carry no ``language``. Still, a named language must be one the model has a bundle for (``LanguageError`` naming
+those it has) whatever the decoder: a user who asks for German and reads greedily is told the model has no German,
+as with beam search, rather than getting a reading that silently ignored the request. For beam search, and ``auto`` picks per line, or once for all the lines of one call with ``together=True`` (a page),
 by ``language.choose_language`` on the lines' greedy readings.
 """
 
@@ -68,6 +68,8 @@ class LanguageDecoders:
         if name not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {name!r}")
         language = self.requested if language is None else parse_language(language)
+        if language is not None:
+            self.bundles.resolve(language)  # a language the model cannot read is refused by every decoder alike
         if name != "beam" or not self.use_lm:
             return None
         return self.bundles.resolve(language)

@@ -58,7 +58,7 @@ def cmd_fetch(args: argparse.Namespace) -> None:
         raise ManifestError("--from gives one source's copy: name exactly one source (or use --mirrors)")
     for source in sources:
         origin = args.origin
-        if origin is None and args.mirrors is not None:
+        if origin is None and args.mirrors:  # "" (a recipe's empty variable): from GitHub
             origin = find_mirror(args.mirrors, source)
             if origin is None:
                 raise FetchError(f"{source.name}: no copy of {source.repository} under {args.mirrors}")
@@ -109,8 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "fetch":
             sub.add_argument("--from", dest="origin", type=Path, default=None,
                              help="a local copy of the one source named: bare git dir, checkout or .tar.gz")
-            sub.add_argument("--mirrors", type=Path, default=None,
-                             help="folder of local copies, found as <owner>+<name>[/repo], <owner>/<name> or <name>")
+            sub.add_argument("--mirrors", type=lambda text: Path(text) if text else None, default=None,
+                             help="folder of local copies, found as <owner>+<name>[/repo], <owner>/<name> or <name> "
+                                  "(empty: from GitHub)")
             sub.add_argument("--force", action="store_true", help="fetch again even when already fetched")
         else:
             sub.add_argument("--height", type=int, default=64, help="line image height in pixels (0: as cut)")
