@@ -34,3 +34,23 @@ def test_merged_shards_score_like_the_whole_set(tmp_path):
     assert merged.extra.keys() == whole.extra.keys() and len(whole.extra) == 2  # the captured layer's loss and CER
     for name, value in whole.extra.items():
         assert merged.extra[name] == pytest.approx(value, rel=1e-6), name
+
+
+def test_validation_reports_each_folder_on_its_own(tmp_path):
+    """Several --val-data folders: each one's CER, named by its last two path parts, beside the pooled one."""
+    from torch.utils.data import ConcatDataset
+
+    from text_recognizer.codec import Codec
+    from text_recognizer.data.folder import FolderLines, LineRecord
+    from text_recognizer.data.lines import EncodedLines
+    from training.evaluation import folder_parts, part_cers
+
+    def folder(name: str, n: int) -> FolderLines:
+        return FolderLines(tmp_path / name, [LineRecord(tmp_path / f"{i}.png", "ab") for i in range(n)])
+
+    val = EncodedLines(ConcatDataset([folder("timeus/val", 2), folder("cop40/val", 3)]), Codec("ab"), 32)
+    parts = folder_parts(val)
+    assert parts == [("timeus/val", 2), ("cop40/val", 3)]
+    metrics = part_cers(parts, ["ab"] * 5, ["ab", "a", "ab", "ab", "ab"])
+    assert metrics == {"val_cer_timeus_val": 0.25, "val_cer_cop40_val": 0.0}
+    assert folder_parts(EncodedLines(folder("one/val", 2), Codec("ab"), 32)) == []  # one folder: the pooled CER

@@ -64,7 +64,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     recipe = load_recipe("bundled", tmp_path / "work")
     names = [stage.name for stage in recipe.stages]
     trains = [stage for stage in recipe.stages if stage.kind == "train"]
-    assert len(trains) == 17 and names[-1] == "export"  # 15 model-card stages, 1 and 7 in two runs each
+    # 15 model-card stages (1 and 7 in two runs each), then stage 16 on the archives of data/ (#72), in progress
+    assert len(trains) == 18 and names[names.index("export") + 1:] == ["sources", "pack-sources40", "s16-archives"]
     # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
     outside = (Path(recipe.variables["data"]), REPO.parent / "shared" / "data")
     for stage in recipe.stages:
@@ -74,7 +75,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     # The model card's "about 20.5 CPU-hours and 6.5 H200-minutes": the measured minutes of the train stages.
     cpu = sum(s.expected[0].minutes for s in trains if "CPU" in s.expected[0].machine)
     gpu = [s.expected[0] for s in trains if "H200" in s.expected[0].machine]
-    assert cpu == 1147 + 86 and [e.minutes for e in gpu] == [6.5]
+    assert cpu == 1147 + 86 + 360 and [e.minutes for e in gpu] == [6.5]
 
     data = tmp_path / "data"  # --set data=...: the folders the recipe reads, empty here (nothing runs)
     for folder in ("iam/train", "iam/train_extra", "iam/val", "stanford_memorials_1905", "gw_washington_1755",
@@ -87,8 +88,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == (0 if has_shared else 1)
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,3" in out
-    assert "--max-steps 8224" in out and "done: 0 of 48 stages" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,6" in out
+    assert "--max-steps 8224" in out and "done: 0 of 51 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
 
