@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     add_decoder_arguments(parser)
     args = parser.parse_args(argv)
     kwargs = decoder_kwargs(args)
-    readers = {"baseline": LineRecognizer(args.baseline, **kwargs), "candidate": LineRecognizer(args.candidate, **kwargs)}
+    readers = {"baseline": LineRecognizer(args.baseline, **kwargs),
+               "candidate": LineRecognizer(args.candidate, **kwargs)}
     rows = []
     print("| set | lines | baseline CER | candidate CER | ratio |")
     print("|---|---:|---:|---:|---:|")
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             scores[role], lines = result["cer_natural"], result["n"]
         ratio = scores["candidate"] / scores["baseline"] if scores["baseline"] else float("nan")
         rows.append({"set": name, "lines": lines, **scores, "ratio": ratio})
-        print(f"| {name} | {lines:,} | {scores['baseline']:.2%} | {scores['candidate']:.2%} | {ratio:.3f} |", flush=True)
+        print(f"| {name} | {lines:,} | {scores['baseline']:.2%} | {scores['candidate']:.2%} | {ratio:.3f} |",
+              flush=True)
     if args.json:
         args.json.write_text(json.dumps({"decoder": args.decoder, "language": getattr(args, "language", None),
                                          "rows": rows}, indent=1), encoding="utf-8")

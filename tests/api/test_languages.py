@@ -1,7 +1,8 @@
 """``?language=`` on the line, batch and page routes, against a real uvicorn server serving a model with an English
 and a French decoder bundle: the language whose models read is in every answer, auto picks one per line (one
 per page), a language without a bundle or one the model cannot write is a 422 naming what it reads (never a 500),
-a language the model lacks is refused by every decoder, ``/v1/model`` lists the languages, and the OpenAPI schema documents the parameter.
+a language the model lacks is refused by every decoder, ``/v1/model`` lists the languages, and the OpenAPI schema
+documents the parameter.
 The model is untrained: its texts are noise, the languages are what is checked."""
 
 from __future__ import annotations

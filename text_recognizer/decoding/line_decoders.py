@@ -10,8 +10,9 @@ Greedy decoding, and beam search without LMs (``use_lm=False``, or a model witho
 named), read alike in every language: they decode with the primary bundle's settings and calibration, and their
 lines carry no ``language``. Still, a named language must be one the model has a bundle for (``LanguageError`` naming
 those it has) whatever the decoder: a user who asks for German and reads greedily is told the model has no German,
-as with beam search, rather than getting a reading that silently ignored the request. For beam search, and ``auto`` picks per line, or once for all the lines of one call with ``together=True`` (a page),
-by ``language.choose_language`` on the lines' greedy readings.
+as with beam search, rather than getting a reading that silently ignored the request. For beam search, ``auto``
+picks per line, or once for all the lines of one call with ``together=True`` (a page), by
+``language.choose_language`` on the lines' greedy readings.
 """
 
 from __future__ import annotations
