@@ -44,7 +44,7 @@ from pathlib import Path
 
 from text_recognizer.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from text_recognizer.codec import LATIN_CHARSET, Codec
-from text_recognizer.data.checks import DataCheckError, check_records
+from text_recognizer.data.checks import DataCheckError, DataReport, check_records
 from text_recognizer.data.folder import DatasetFormatError, LineRecord, read_labels
 from text_recognizer.data.page import cut_layout_folder, is_layout_folder
 from text_recognizer.data.tokenization import detokenize
@@ -270,31 +270,33 @@ def _given(args: argparse.Namespace) -> dict:
     return {k: v for k, v in vars(args).items() if "." in k}
 
 
-def plan_finetune(args: argparse.Namespace) -> Plan:
-    """Read and check everything; nothing is written."""
-    given = _given(args)
+def _load_parent(given: dict, finetune: str) -> tuple[Path, Checkpoint]:
+    """The parent checkpoint, after refusing flags that would change its architecture."""
     refused = [k for k in given if k.startswith("model.") and k not in TRAINING_ONLY_MODEL_FLAGS]
     if refused:
         flags = ", ".join("--" + k.split(".", 1)[1].replace("_", "-") for k in refused)
         raise ValueError(f"{flags}: the architecture comes from the --finetune checkpoint and cannot change")
-    parent_path = Path(args.finetune)
+    parent_path = Path(finetune)
     try:
         parent = load_checkpoint(parent_path, map_location="cpu")
     except CheckpointError as error:
         raise CheckpointError(f"--finetune {parent_path} is not a recognizer checkpoint: {error}") from None
+    return parent_path, parent
+
+
+def _data_folders(given: dict) -> tuple[str, ...]:
+    """The ``--data`` folders: required, and folders only (named datasets go through ``--replay``)."""
     data = tuple(given.get("data.data", ()))
     if not data:
         raise ValueError("--finetune needs --data: your labelled lines (labels.tsv folders or PAGE/ALTO folders)")
     if any(d in ("synthetic", "iam", "emnist_lines") for d in data):
         raise ValueError("--finetune reads dataset folders (labels.tsv or PAGE/ALTO); named datasets are not "
                          "accepted here (use --replay for lines the parent learned from)")
-    detok = bool(given.get("data.detokenize", False))
-    normalization = given.get("data.unicode_normalization", "NFC")
-    seed = given.get("run.seed", 0)
-    lines = read_lines(data, detok, normalization)
-    report = [f"fine-tuning {parent_path} ({parent.provenance.model_version or 'no version'}): "
-              f"{len(lines.records)} labelled lines in {', '.join(data)}"]
+    return data
 
+
+def _alphabet(given: dict, parent: Checkpoint, lines: Lines, normalization: str, report: list[str]) -> Codec:
+    """The run's codec: an explicit ``--charset``, else the parent's extended by the labels' new characters."""
     charset = given.get("data.charset")
     if charset:  # an explicit alphabet overrides the extension
         if charset == "iam":
@@ -313,10 +315,18 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
                       + (f" + {len(new)} new from the labels ({describe_new_rows(''.join(new), parent.codec)}):"
                          if new else ", nothing new"))
         report += [f"  {describe(c)}: {n} times" for c, n in sorted(new.items(), key=lambda x: (-x[1], x[0]))]
+    return codec
 
+
+def _check(records: Sequence[LineRecord], codec: Codec, parent: Checkpoint) -> DataReport:
+    """``check_records`` against the parent's input height and window geometry, skipping unusable lines."""
     geometry = WindowGeometry(parent.model_config.window_width, parent.model_config.window_stride)
-    height = parent.model_config.height
-    checked = check_records(lines.records, codec, geometry, height, policy="skip")
+    return check_records(records, codec, geometry, parent.model_config.height, policy="skip")
+
+
+def _usable(lines: Lines, codec: Codec, parent: Checkpoint, data: Sequence[str], report: list[str]) -> Lines:
+    """The lines the model can learn from (groups kept aligned); refuses fewer than ``MIN_LINES``."""
+    checked = _check(lines.records, codec, parent)
     kept = {id(r) for r in checked.kept}
     usable = Lines([r for r in lines.records if id(r) in kept], [g for r, g in zip(lines.records, lines.groups)
                                                                  if id(r) in kept])
@@ -325,12 +335,17 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
     if len(usable.records) < MIN_LINES:
         raise DataCheckError(f"only {len(usable.records)} usable lines in {', '.join(data)}: fine-tuning needs at "
                              f"least {MIN_LINES}" + (f"\n{checked.summary()}" if checked.num_skipped else ""))
+    return usable
 
+
+def _split(given: dict, usable: Lines, codec: Codec, parent: Checkpoint, detok: bool, normalization: str,
+           seed: int, report: list[str]) -> tuple[list[LineRecord], list[LineRecord], str]:
+    """(train, held out, how): ``--val-data`` when given (warning on shared lines), else a seeded hold-out."""
     val_folders = tuple(given.get("data.val_data", ()))
     if val_folders:
         train = usable.records
         val_lines = read_lines(val_folders, detok, normalization)
-        val_check = check_records(val_lines.records, codec, geometry, height, policy="skip")
+        val_check = _check(val_lines.records, codec, parent)
         held_out, how = val_check.kept, f"validation: {len(val_check.kept)} lines of {', '.join(val_folders)}"
         if not held_out:
             raise DataCheckError(f"no usable validation lines in {', '.join(val_folders)}")
@@ -341,20 +356,30 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
         train, held_out, how = hold_out(usable, given.get("data.val_fraction", HELD_OUT_SHARE), seed)
         how = f"validation: {how} of the {len(usable.records)} usable lines (seed {seed})"
     report.append(f"training lines: {len(train)}; {how}")
+    return train, held_out, how
 
+
+def _replay(args: argparse.Namespace, parent: Checkpoint, codec: Codec, normalization: str, n_train: int,
+            seed: int, report: list[str]) -> list[LineRecord]:
+    """The seeded sample of ``--replay`` lines mixed into every epoch (none without ``--replay``)."""
     replay: list[LineRecord] = []
     if args.replay:
         natural = parent.decoding.spacing == "natural"
         pool = read_lines(args.replay, detok=natural, normalization=normalization).records
-        pool = check_records(pool, codec, geometry, height, policy="skip").kept
-        wanted = len(train) if args.replay_lines is None else args.replay_lines
+        pool = _check(pool, codec, parent).kept
+        wanted = n_train if args.replay_lines is None else args.replay_lines
         if wanted < 1 or not pool:
             raise ValueError(f"--replay: {len(pool)} usable lines, --replay-lines {wanted}: nothing to mix in")
         replay = random.Random(seed).sample(pool, min(wanted, len(pool)))
         report.append(f"replay: {len(replay)} lines of {', '.join(args.replay)} mixed into every epoch")
     elif args.replay_lines is not None:
         raise ValueError("--replay-lines needs --replay DIR")
+    return replay
 
+
+def _decoder(args: argparse.Namespace, parent: Checkpoint, parent_path: Path, codec: Codec,
+             train: Sequence[LineRecord], report: list[str]) -> tuple[dict | None, str]:
+    """(bundle to tune, note): built from ``--lm-text``, else the parent's when the alphabet is unchanged."""
     bundle, lm_note = None, "none (greedy decoding only; --lm-text builds one)"
     if args.lm_text:
         texts = read_lm_texts(args.lm_text) + [r.text for r in train]
@@ -371,14 +396,21 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
         elif inherited is not None:
             lm_note = "none: the parent's language models do not cover the new characters (give --lm-text)"
     report.append(f"language models: {lm_note}")
+    return bundle, lm_note
 
-    defaults = finetune_defaults(parent, len(train) + len(replay))
+
+def _run_config(given: dict, parent: Checkpoint, parent_path: Path, codec: Codec, data: Sequence[str],
+                n_lines: int, report: list[str]) -> ExperimentConfig:
+    """The parent's model with small-data defaults under the user's flags, pointed at ``<run>/finetune/``.
+
+    Refuses a run folder that already holds a run (that is ``--resume``'s job).
+    """
+    defaults = finetune_defaults(parent, n_lines)
     config = ExperimentConfig(model=dataclasses.replace(parent.model_config, num_classes=codec.num_classes))
     config = with_flags(config, {**defaults, **given})
     steps = config.optim.max_steps
     if "run.val_every" not in given:
-        config = with_flags(config, {"run.val_every": val_every(len(train) + len(replay),
-                                                                config.optim.batch_size, steps)})
+        config = with_flags(config, {"run.val_every": val_every(n_lines, config.optim.batch_size, steps)})
     name = config.run.name or f"finetune-{Path(data[0]).name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(config.run.run_dir) if config.run.run_dir else LOG_ROOT / name
     if (run_dir / "last.pt").exists():
@@ -392,7 +424,14 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
     report.append(f"training: {steps} steps (at most {config.optim.max_minutes:g} minutes), {config.optim.optimizer} "
                   f"lr {config.optim.lr:g}, EMA {config.optim.ema_decay}, validation every "
                   f"{config.run.val_every} epochs -> {run_dir}")
-    card = {
+    return config
+
+
+def _card(args: argparse.Namespace, parent: Checkpoint, parent_path: Path, data: Sequence[str], how: str,
+          lm_note: str, train: Sequence[LineRecord], replay: Sequence[LineRecord],
+          held_out: Sequence[LineRecord]) -> dict:
+    """What ``best.pt``'s card will say: the parent (with its sha256), the data and the licence chain."""
+    return {
         "parent": {"file": str(parent_path), "sha256": hashlib.sha256(parent_path.read_bytes()).hexdigest(),
                    "version": parent.provenance.model_version, "data": parent.provenance.data,
                    "licence": parent.licence},
@@ -405,6 +444,26 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
         "lm": lm_note,
         "train_lines": len(train), "replay_lines": len(replay), "held_out_lines": len(held_out),
     }
+
+
+def plan_finetune(args: argparse.Namespace) -> Plan:
+    """Read and check everything; nothing is written."""
+    given = _given(args)
+    parent_path, parent = _load_parent(given, args.finetune)
+    data = _data_folders(given)
+    detok = bool(given.get("data.detokenize", False))
+    normalization = given.get("data.unicode_normalization", "NFC")
+    seed = given.get("run.seed", 0)
+    lines = read_lines(data, detok, normalization)
+    report = [f"fine-tuning {parent_path} ({parent.provenance.model_version or 'no version'}): "
+              f"{len(lines.records)} labelled lines in {', '.join(data)}"]
+    codec = _alphabet(given, parent, lines, normalization, report)
+    usable = _usable(lines, codec, parent, data, report)
+    train, held_out, how = _split(given, usable, codec, parent, detok, normalization, seed, report)
+    replay = _replay(args, parent, codec, normalization, len(train), seed, report)
+    bundle, lm_note = _decoder(args, parent, parent_path, codec, train, report)
+    config = _run_config(given, parent, parent_path, codec, data, len(train) + len(replay), report)
+    card = _card(args, parent, parent_path, data, how, lm_note, train, replay, held_out)
     return Plan(config, codec, parent, parent_path, train + replay, list(held_out), bundle, card, report)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,8 @@ def _variables(spec: Any, overrides: dict[str, str], work: Path, where: str) -> 
     return values
 
 
-def _stage(raw: Any, index: int, variables: dict[str, str], work: Path, where: str) -> Stage:
+def _stage_spec(raw: Any, index: int, where: str) -> tuple[str, dict[str, Any]]:
+    """(label for messages, the kind's spec) after checking the fields every stage has and its kind's fields."""
     if not isinstance(raw, dict):
         raise RecipeError(f"{where}: stage {index + 1} must be a mapping, got {raw!r}")
     label = f"{where}: stage {index + 1}" + (f" ({raw['name']})" if isinstance(raw.get("name"), str) else "")
@@ -143,22 +145,37 @@ def _stage(raw: Any, index: int, variables: dict[str, str], work: Path, where: s
             raise RecipeError(f"{label}: missing field '{key}' (a {kind} stage needs {needs})")
     if not isinstance(raw["note"], str) or not raw["note"].strip():
         raise RecipeError(f"{label}: 'note' must say what the stage does")
+    return label, spec
 
-    def expand(text: Any, field: str) -> str:
-        return _expand(_scalar(text, f"{label}: {field}"), variables, f"{label}: {field}")
 
-    def path(text: Any, field: str) -> Path:
-        value = Path(expand(text, field))
-        return Path(os.path.normpath(value if value.is_absolute() else work / value))
+@dataclass(frozen=True)
+class _Resolver:
+    """Expands one stage's variables and resolves its paths against the work folder, naming the stage in errors."""
 
-    def paths(field: str) -> list[Path]:
-        items = raw.get(field, [])
+    raw: dict
+    label: str
+    variables: dict[str, str]
+    work: Path
+
+    def expand(self, text: Any, field: str) -> str:
+        """A scalar field with its ``${variables}`` expanded."""
+        return _expand(_scalar(text, f"{self.label}: {field}"), self.variables, f"{self.label}: {field}")
+
+    def path(self, text: Any, field: str) -> Path:
+        """A path field, expanded and made absolute under the work folder (normalised)."""
+        value = Path(self.expand(text, field))
+        return Path(os.path.normpath(value if value.is_absolute() else self.work / value))
+
+    def paths(self, field: str) -> list[Path]:
+        """A list-of-paths field (absent: empty)."""
+        items = self.raw.get(field, [])
         if not isinstance(items, list):
-            raise RecipeError(f"{label}: '{field}' must be a list of paths")
-        return [path(item, field) for item in items]
+            raise RecipeError(f"{self.label}: '{field}' must be a list of paths")
+        return [self.path(item, field) for item in items]
 
-    expected = _expected(raw["expected"], label)
-    inputs, outputs = paths("inputs"), paths("outputs")
+
+def _runs(raw: dict, label: str, variables: dict[str, str]) -> list[tuple[str, ...]]:
+    """The stage's command lines (``args``: one string or a list), split like a shell and expanded."""
     runs: list[tuple[str, ...]] = []
     if "args" in raw:
         commands = raw["args"] if isinstance(raw["args"], list) else [raw["args"]]
@@ -170,43 +187,73 @@ def _stage(raw: Any, index: int, variables: dict[str, str], work: Path, where: s
             except ValueError as error:
                 raise RecipeError(f"{label}: args {command!r}: {error}") from error
             runs.append(tuple(_expand(t, variables, f"{label}: args") for t in tokens))
+    return runs
+
+
+def _train_paths(resolve: _Resolver, runs: list[tuple[str, ...]], inputs: list[Path],
+                 outputs: list[Path]) -> tuple[Path, Path | None]:
+    """(run_dir, init_from) of a train stage, put first in its outputs and inputs.
+
+    Refuses the flags the recipe gives itself, so that a stopped run resumes in the right folder.
+    """
+    raw, label = resolve.raw, resolve.label
+    if len(runs) != 1:
+        raise RecipeError(f"{label}: a train stage runs one command: 'args' must be one string")
+    given = [t for t in runs[0] if t.split("=", 1)[0] in _RECIPE_FLAGS]
+    if given:
+        raise RecipeError(f"{label}: {', '.join(given)} in args: the recipe gives these itself "
+                          "(run_dir, init_from, and --resume for a stopped run)")
+    run_dir = resolve.path(raw["run_dir"], "run_dir")
+    outputs.insert(0, run_dir)
+    init_from = None
+    if raw.get("init_from"):
+        init_from = resolve.path(raw["init_from"], "init_from")
+        inputs.insert(0, init_from)
+    return run_dir, init_from
+
+
+def _fetch_fields(resolve: _Resolver, inputs: list[Path], outputs: list[Path]) -> dict[str, Any]:
+    """A fetch stage's fields (fonts, copies, include, packages, files), checked; its ``out`` goes first in outputs."""
+    raw, label = resolve.raw, resolve.label
+    out = resolve.path(raw["out"], "out")
+    fields: dict[str, Any] = {
+        "fonts": _names(raw.get("fonts", []), label, "fonts"),
+        "copies": _names(raw.get("copies", []), label, "copies"),
+        "include": [str(resolve.path(p, "include")) for p in _list(raw.get("include", []), label, "include")],
+        "packages": {},
+        "files": raw.get("files"),
+    }
+    packages = raw.get("packages", {})
+    if not isinstance(packages, dict) or not all(_NAME.match(str(k)) for k in packages):
+        raise RecipeError(f"{label}: 'packages' must map a folder name to an npm package spec")
+    fields["packages"] = {str(k): resolve.expand(v, "packages") for k, v in packages.items()}
+    if not (fields["fonts"] or fields["copies"] or fields["include"] or fields["packages"]):
+        raise RecipeError(f"{label}: a fetch stage needs fonts, copies, include or packages")
+    if fields["files"] is not None and (not isinstance(fields["files"], int) or fields["files"] < 1):
+        raise RecipeError(f"{label}: 'files' is the number of font files the folder ends with, "
+                          f"got {fields['files']!r}")
+    outputs.insert(0, out)
+    inputs.extend(Path(p) for p in fields["include"])
+    return fields
+
+
+def _stage(raw: Any, index: int, variables: dict[str, str], work: Path, where: str) -> Stage:
+    """One checked stage: fields, kind, paths and command lines (errors name the stage)."""
+    label, spec = _stage_spec(raw, index, where)
+    name, kind = raw["name"], raw["kind"]
+    resolve = _Resolver(raw, label, variables, work)
+    expected = _expected(raw["expected"], label)
+    inputs, outputs = resolve.paths("inputs"), resolve.paths("outputs")
+    runs = _runs(raw, label, variables)
     cwd = None
     if "cwd" in raw:
-        cwd = path(raw["cwd"], "cwd")
+        cwd = resolve.path(raw["cwd"], "cwd")
     fields: dict[str, Any] = {}
     run_dir = init_from = None
     if kind == "train":
-        if len(runs) != 1:
-            raise RecipeError(f"{label}: a train stage runs one command: 'args' must be one string")
-        given = [t for t in runs[0] if t.split("=", 1)[0] in _RECIPE_FLAGS]
-        if given:
-            raise RecipeError(f"{label}: {', '.join(given)} in args: the recipe gives these itself "
-                              "(run_dir, init_from, and --resume for a stopped run)")
-        run_dir = path(raw["run_dir"], "run_dir")
-        outputs.insert(0, run_dir)
-        if raw.get("init_from"):
-            init_from = path(raw["init_from"], "init_from")
-            inputs.insert(0, init_from)
+        run_dir, init_from = _train_paths(resolve, runs, inputs, outputs)
     elif kind == "fetch":
-        out = path(raw["out"], "out")
-        fields = {
-            "fonts": _names(raw.get("fonts", []), label, "fonts"),
-            "copies": _names(raw.get("copies", []), label, "copies"),
-            "include": [str(path(p, "include")) for p in _list(raw.get("include", []), label, "include")],
-            "packages": {},
-            "files": raw.get("files"),
-        }
-        packages = raw.get("packages", {})
-        if not isinstance(packages, dict) or not all(_NAME.match(str(k)) for k in packages):
-            raise RecipeError(f"{label}: 'packages' must map a folder name to an npm package spec")
-        fields["packages"] = {str(k): expand(v, "packages") for k, v in packages.items()}
-        if not (fields["fonts"] or fields["copies"] or fields["include"] or fields["packages"]):
-            raise RecipeError(f"{label}: a fetch stage needs fonts, copies, include or packages")
-        if fields["files"] is not None and (not isinstance(fields["files"], int) or fields["files"] < 1):
-            raise RecipeError(f"{label}: 'files' is the number of font files the folder ends with, "
-                              f"got {fields['files']!r}")
-        outputs.insert(0, out)
-        inputs.extend(Path(p) for p in fields["include"])
+        fields = _fetch_fields(resolve, inputs, outputs)
     elif spec.get("script"):
         for run in runs:
             if not run or not run[0].endswith(".py"):

@@ -23,7 +23,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -135,11 +135,8 @@ def _report(report, policy: str) -> None:
         raise SystemExit("stopping: --bad-samples error")
 
 
-def train(argv: list[str] | None = None) -> dict:
-    """Run the command with ``argv``; returns the summary written to ``summary.json``."""
-    args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+def _open_run_dir(args: argparse.Namespace) -> tuple[Path, dict]:
+    """The run folder, refusing to overwrite a run or to resume a missing one; writes ``config.json``."""
     run_dir = Path(args.run_dir)
     last = run_dir / "last.pt"
     if args.resume and not last.is_file():
@@ -149,7 +146,11 @@ def train(argv: list[str] | None = None) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     config = {key: value for key, value in vars(args).items()}
     (run_dir / "config.json").write_text(json.dumps(config, indent=2))
+    return run_dir, config
 
+
+def _crop_dataset(args: argparse.Namespace) -> tuple[CropDataset, CropSettings]:
+    """The crops of every step (real pages checked and reported, plus any synthetic pages), and their settings."""
     pages, report = load_pages(args.data) if args.data else ([], None)
     if report is not None:
         print(f"training pages: {report.pages} pages, {report.lines} lines from {', '.join(args.data)}")
@@ -157,77 +158,119 @@ def train(argv: list[str] | None = None) -> dict:
     synthetic = synthetic_pages(args.synthetic_lines, args.synthetic_pages, args.seed) if args.synthetic_pages else []
     settings = CropSettings(crop=args.crop)
     dataset = CropDataset(pages, args.steps * args.batch_size, args.seed, settings, synthetic, args.synthetic_share)
+    return dataset, settings
 
+
+@dataclass
+class _Run:
+    """The state a segmenter run carries from step to step (and writes to ``last.pt`` to resume)."""
+
+    args: argparse.Namespace
+    run_dir: Path
+    config: dict
+    settings: CropSettings
+    model: LineUNet
+    optimizer: torch.optim.Optimizer
+    loggers: list = field(default_factory=list)
+    step: int = 0
+    best: dict = field(default_factory=lambda: {"f1": -1.0, "step": None})
+
+    def save_last(self) -> None:
+        """Everything needed to resume, written via a temporary file so that a crash never leaves half a file."""
+        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
+                    "best": self.best, "config": self.config}, self.run_dir / "last.pt.tmp")
+        (self.run_dir / "last.pt.tmp").replace(self.run_dir / "last.pt")
+
+    def card(self) -> dict:
+        """What ``best.pt`` says about how it was trained."""
+        args = self.args
+        return {"trained_on": list(args.data), "synthetic_pages": args.synthetic_pages,
+                "synthetic_lines": args.synthetic_lines, "steps": self.step, "val": self.best, "seed": args.seed,
+                "settings": asdict(self.settings)}
+
+
+def _start_run(args: argparse.Namespace, run_dir: Path, config: dict, settings: CropSettings) -> _Run:
+    """The seeded model (from ``--init-from`` when given) and optimizer, restored from ``last.pt`` on ``--resume``."""
     torch.manual_seed(args.seed)
     model = LineUNet(UNetConfig(tuple(args.widths)))
     if args.init_from:
         model.load_state_dict(LearnedSegmenter.load(args.init_from).model.state_dict())
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    step, best = 0, {"f1": -1.0, "step": None}
+    run = _Run(args, run_dir, config, settings, model, optimizer)
     if args.resume:
-        state = torch.load(last, map_location="cpu", weights_only=True)
+        state = torch.load(run_dir / "last.pt", map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        step, best = int(state["step"]), dict(state["best"])
-        print(f"resuming {run_dir} at step {step} (best F1 so far {best['f1']:.4f} at step {best['step']})")
+        run.step, run.best = int(state["step"]), dict(state["best"])
+        print(f"resuming {run_dir} at step {run.step} (best F1 so far {run.best['f1']:.4f} at step {run.best['step']})")
+    return run
 
-    loggers = [JsonlLogger(run_dir)]
+
+def _start_loggers(run: _Run) -> None:
+    """The JSONL log, and Weights & Biases with ``--wandb``; each is told the config and the model's size."""
+    args = run.args
+    run.loggers = [JsonlLogger(run.run_dir)]
     if args.wandb:
         from training.wandb_logger import WandbLogger
 
-        loggers.append(WandbLogger(project=args.wandb_project, num_samples=0))
-    parameters = sum(p.numel() for p in model.parameters())
-    for logger in loggers:
-        logger.start({"run": {"resume": args.resume}, **config}, run_dir,
+        run.loggers.append(WandbLogger(project=args.wandb_project, num_samples=0))
+    parameters = sum(p.numel() for p in run.model.parameters())
+    for logger in run.loggers:
+        logger.start({"run": {"resume": args.resume}, **run.config}, run.run_dir,
                      {"parameters": parameters, "size_mb": parameters * 4 / 2**20})
 
-    def save_last() -> None:
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "best": best,
-                    "config": config}, run_dir / "last.pt.tmp")
-        (run_dir / "last.pt.tmp").replace(last)
 
-    def card() -> dict:
-        return {"trained_on": list(args.data), "synthetic_pages": args.synthetic_pages,
-                "synthetic_lines": args.synthetic_lines, "steps": step, "val": best, "seed": args.seed,
-                "settings": asdict(settings)}
+def _validate(run: _Run) -> None:
+    """Score the whole ``--val-data`` pages; keep ``best.pt`` when F1 improved, and log."""
+    run.model.eval()
+    scores = evaluate_segmenter(run.model, run.args.val_data)
+    run.model.train()
+    improved = scores["f1"] > run.best["f1"]
+    if improved:
+        run.best = {"f1": scores["f1"], "step": run.step}
+        save_segmenter(run.run_dir / "best.pt", run.model, run.settings.work_side, card=run.card())
+    tqdm.write(f"step {run.step}: val F1 {scores['f1']:.4f} (P {scores['precision']:.3f} "
+               f"R {scores['recall']:.3f}){' best' if improved else ''}")
+    for logger in run.loggers:
+        logger.log_val(0, run.step, scores, [])
+        logger.log_checkpoint(run.run_dir / "best.pt", improved, scores)
 
-    sampler = range(step * args.batch_size, args.steps * args.batch_size)
+
+def _train_step(run: _Run, images: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """One optimizer step on a batch of crops at the step's learning rate; returns the loss."""
+    for group in run.optimizer.param_groups:
+        group["lr"] = learning_rate(run.step, run.args)
+    logits = run.model(images)  # (B, 2, crop/2, crop/2)
+    loss = segmentation_loss(logits, targets, run.args.core_weight)
+    run.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    run.optimizer.step()
+    run.step += 1
+    return loss
+
+
+def _loop(run: _Run, dataset: CropDataset) -> tuple[str, float]:
+    """Train from ``run.step`` to ``--steps`` (or ``--max-minutes``, or Ctrl-C); returns (why it stopped, start)."""
+    args = run.args
+    sampler = range(run.step * args.batch_size, args.steps * args.batch_size)
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=1,
                                          persistent_workers=False)
     started = time.monotonic()
-    bar = tqdm(total=args.steps, initial=step, desc="segmenter", unit="step", dynamic_ncols=True)
-    model.train()
+    bar = tqdm(total=args.steps, initial=run.step, desc="segmenter", unit="step", dynamic_ncols=True)
+    run.model.train()
     stop_reason = "finished"
     try:
         for images, targets in loader:
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(step, args)
-            logits = model(images)  # (B, 2, crop/2, crop/2)
-            loss = segmentation_loss(logits, targets, args.core_weight)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            step += 1
+            loss = _train_step(run, images, targets)
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.4f}", best_f1=f"{best['f1']:.3f}")
-            if step % 10 == 0:
-                for logger in loggers:
-                    logger.log_train(step, {"loss": loss.item(), "lr": optimizer.param_groups[0]["lr"]})
-            if args.val_data and (step % args.eval_every == 0 or step == args.steps):
-                model.eval()
-                scores = evaluate_segmenter(model, args.val_data)
-                model.train()
-                improved = scores["f1"] > best["f1"]
-                if improved:
-                    best = {"f1": scores["f1"], "step": step}
-                    save_segmenter(run_dir / "best.pt", model, settings.work_side, card=card())
-                tqdm.write(f"step {step}: val F1 {scores['f1']:.4f} (P {scores['precision']:.3f} "
-                           f"R {scores['recall']:.3f}){' best' if improved else ''}")
-                for logger in loggers:
-                    logger.log_val(0, step, scores, [])
-                    logger.log_checkpoint(run_dir / "best.pt", improved, scores)
-            if step % args.save_every == 0:
-                save_last()
+            bar.set_postfix(loss=f"{loss.item():.4f}", best_f1=f"{run.best['f1']:.3f}")
+            if run.step % 10 == 0:
+                for logger in run.loggers:
+                    logger.log_train(run.step, {"loss": loss.item(), "lr": run.optimizer.param_groups[0]["lr"]})
+            if args.val_data and (run.step % args.eval_every == 0 or run.step == args.steps):
+                _validate(run)
+            if run.step % args.save_every == 0:
+                run.save_last()
             if args.max_minutes and time.monotonic() - started > args.max_minutes * 60:
                 stop_reason = f"reached --max-minutes {args.max_minutes}"
                 break
@@ -235,18 +278,37 @@ def train(argv: list[str] | None = None) -> dict:
         stop_reason = "interrupted"
     finally:
         bar.close()
-    save_last()
+    return stop_reason, started
+
+
+def _finish(run: _Run, stop_reason: str, started: float) -> dict:
+    """Save ``last.pt`` (and ``best.pt`` when nothing validated), write ``summary.json`` and say how to go on."""
+    args, step, best, run_dir = run.args, run.step, run.best, run.run_dir
+    run.save_last()
     if not args.val_data:
-        save_segmenter(run_dir / "best.pt", model, settings.work_side, card=card())
+        save_segmenter(run_dir / "best.pt", run.model, run.settings.work_side, card=run.card())
     summary = {"step": step, "steps": args.steps, "stopped": stop_reason, "best": best,
                "minutes": (time.monotonic() - started) / 60}
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    for logger in loggers:
+    for logger in run.loggers:
         logger.finish(summary)
     print(f"{stop_reason} at step {step}; best val F1 {best['f1']:.4f} at step {best['step']}; "
           f"resume with --resume --run-dir {run_dir}" if step < args.steps else
           f"done: best val F1 {best['f1']:.4f} at step {best['step']} ({run_dir / 'best.pt'})")
     return summary
+
+
+def train(argv: list[str] | None = None) -> dict:
+    """Run the command with ``argv``; returns the summary written to ``summary.json``."""
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    run_dir, config = _open_run_dir(args)
+    dataset, settings = _crop_dataset(args)
+    run = _start_run(args, run_dir, config, settings)
+    _start_loggers(run)
+    stop_reason, started = _loop(run, dataset)
+    return _finish(run, stop_reason, started)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -147,18 +147,8 @@ def _pad_concatenated(targets: torch.Tensor, target_lengths: torch.Tensor) -> to
     return padded
 
 
-def _check_arguments(logits, targets, input_lengths, target_lengths, blank, reduction, impl):
-    """Validate everything; return ``(input_lengths, target_lengths, max_target_length)``.
-
-    The lengths come back as int64 tensors on ``logits.device``; ``max_target_length`` is a host
-    int (``max(target_lengths)``, 0 for an empty batch) that the fused kernel uses to size its
-    buffers without a device synchronisation.
-
-    Lengths given as CPU tensors (the common case) are checked on the host and copied to the device
-    without a synchronisation (``non_blocking``). Whatever has to be checked on the device (target
-    ids; lengths that live there) is reduced into one small tensor that is read back once: a
-    single synchronisation, which reading the lengths needs anyway.
-    """
+def _check_logits(logits, blank: int, reduction: str, impl: str) -> tuple[int, int, int]:
+    """Check the options and the logits; return ``(B, T, C)``."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     if impl not in _IMPLS:
@@ -172,6 +162,11 @@ def _check_arguments(logits, targets, input_lengths, target_lengths, blank, redu
         raise ValueError(f"logits need at least 2 classes (blank + one character), got C={classes}")
     if not 0 <= blank < classes:
         raise ValueError(f"blank must be in [0, C={classes}), got {blank}")
+    return batch, frames, classes
+
+
+def _check_target_layout(targets, logits: torch.Tensor, batch: int) -> None:
+    """Check the targets' type, shape and device (their ids are checked with the lengths, on the device)."""
     if not isinstance(targets, torch.Tensor) or targets.dtype not in _INT_DTYPES:
         raise ValueError(f"targets must be an int32/int64 tensor, got {_describe(targets)}")
     if targets.dim() not in (1, 2):
@@ -180,6 +175,10 @@ def _check_arguments(logits, targets, input_lengths, target_lengths, blank, redu
         raise ValueError(f"targets has batch size {targets.shape[0]} but logits has {batch}")
     if targets.device != logits.device:
         raise ValueError(f"targets are on {targets.device} but logits on {logits.device}")
+
+
+def _length_tensors(input_lengths, target_lengths, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both lengths as 1-D int64 tensors of ``batch`` entries (on the device they were given on)."""
     lengths = []
     for name, value in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
         if not isinstance(value, torch.Tensor):
@@ -192,10 +191,13 @@ def _check_arguments(logits, targets, input_lengths, target_lengths, blank, redu
         if value.shape[0] != batch:
             raise ValueError(f"{name} has {value.shape[0]} entries but the batch size is {batch}")
         lengths.append(value.to(torch.int64))
-    input_lengths, target_lengths = lengths
+    return lengths[0], lengths[1]
 
-    # Device-side statistics, gathered into one read-back; host-side ones are computed directly.
-    device_stats, names = [], []
+
+def _length_stats(input_lengths: torch.Tensor, target_lengths: torch.Tensor, batch: int,
+                  device_stats: list, names: list[str]) -> dict:
+    """Min/max of both lengths and the targets' total: computed on the host for CPU lengths (returned), queued
+    into ``device_stats``/``names`` for lengths on the device (read back later, in one synchronisation)."""
     host = {}
     for name, value in (("in", input_lengths), ("tl", target_lengths)):
         if value.device.type == "cpu" or not batch:
@@ -213,11 +215,12 @@ def _check_arguments(logits, targets, input_lengths, target_lengths, blank, redu
             if name == "tl":
                 device_stats.append(value.sum())
                 names.append("tl_sum")
-    input_lengths = input_lengths.to(logits.device, non_blocking=True)
-    target_lengths = target_lengths.to(logits.device, non_blocking=True)
-    # Length errors first (as before); host-side ones can be raised before any device work.
-    _check_lengths(host, frames, targets, batch)
+    return host
 
+
+def _id_stats(targets: torch.Tensor, target_lengths: torch.Tensor, blank: int, classes: int, host: dict,
+              device_stats: list, names: list[str]) -> None:
+    """Queue the range of the target ids and the count of blanks among them (padding past a length ignored)."""
     if targets.numel():
         if targets.dim() == 2:
             valid = torch.arange(targets.shape[1], device=targets.device) < target_lengths[:, None]
@@ -230,6 +233,33 @@ def _check_arguments(logits, targets, input_lengths, target_lengths, blank, redu
         names += ["id_min", "id_max", "blanks"]
     else:
         host.update(id_min=0, id_max=0, blanks=0)
+
+
+def _check_arguments(logits, targets, input_lengths, target_lengths, blank, reduction, impl):
+    """Validate everything; return ``(input_lengths, target_lengths, max_target_length)``.
+
+    The lengths come back as int64 tensors on ``logits.device``; ``max_target_length`` is a host
+    int (``max(target_lengths)``, 0 for an empty batch) that the fused kernel uses to size its
+    buffers without a device synchronisation.
+
+    Lengths given as CPU tensors (the common case) are checked on the host and copied to the device
+    without a synchronisation (``non_blocking``). Whatever has to be checked on the device (target
+    ids; lengths that live there) is reduced into one small tensor that is read back once: a
+    single synchronisation, which reading the lengths needs anyway.
+    """
+    batch, frames, classes = _check_logits(logits, blank, reduction, impl)
+    _check_target_layout(targets, logits, batch)
+    input_lengths, target_lengths = _length_tensors(input_lengths, target_lengths, batch)
+
+    # Device-side statistics, gathered into one read-back; host-side ones are computed directly.
+    device_stats, names = [], []
+    host = _length_stats(input_lengths, target_lengths, batch, device_stats, names)
+    input_lengths = input_lengths.to(logits.device, non_blocking=True)
+    target_lengths = target_lengths.to(logits.device, non_blocking=True)
+    # Length errors first (as before); host-side ones can be raised before any device work.
+    _check_lengths(host, frames, targets, batch)
+
+    _id_stats(targets, target_lengths, blank, classes, host, device_stats, names)
     if device_stats:
         host.update(zip(names, torch.stack(device_stats).tolist()))  # the one host read-back
         _check_lengths(host, frames, targets, batch)

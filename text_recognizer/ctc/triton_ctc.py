@@ -340,7 +340,8 @@ def _recursion_kernel(
 ):
     """Grid (B, 1 or 2): program (b, 0) runs alpha forward in time (and writes the NLL), program
     (b, 1) runs beta backward in time, concurrently. Each only reads the emission buffer and writes
-    its own half of ``state``: the two never exchange data."""
+    its own half of ``state``: the two never exchange data.
+    Kept whole (#71, a cohesive kernel): the step math is in _alpha_step/_beta_step; one prefetching loop remains."""
     b = tl.program_id(0).to(tl.int64)
     direction = tl.program_id(1) + dir_base
     acc_dtype = emit_ptr.dtype.element_ty
