@@ -21,7 +21,7 @@ is that one call (``LineRecognizer.read_page`` is a short cut to it):
 A line that cannot be cut or read is kept with an ``error`` (and no text); it never fails the page. A line
 read with a confidence under ``min_confidence`` (``MIN_LINE_CONFIDENCE``) and under half the page's median
 line confidence is left out and counted (``PageResult.dropped``, ``"dropped_lines"`` in JSON): most are marks
-on the paper, not writing.
+on the paper, not writing; so is a found line that reads as nothing (blank text).
 A page without writing (blank paper, a photo of a wall, a 1x1 image) gives zero lines.
 
 Memory: at most ``max_pixels`` (default 50 million: an A4 page at 600 dpi is 35 million) decoded
@@ -288,11 +288,15 @@ class PageReader:
 
 
 def _confident(lines: list[PageLine], floor: float) -> list[PageLine]:
-    """``lines`` less those read below ``floor`` *and* below half the page's median confidence: on a page the model
-    reads poorly throughout (a hard hand, the wrong language) nothing is dropped, only what reads worse than the
-    page's own writing. Lines with an error are kept."""
+    """``lines`` less those that read as nothing (blank text: specks, rulings, a stamp's rim) and those read below
+    ``floor`` *and* below half the page's median confidence: on a page the model reads poorly throughout (a hard
+    hand, the wrong language) nothing that holds text is dropped, only what reads worse than the page's own writing.
+    Lines with an error are kept; ``floor`` 0 keeps every line."""
+    if floor <= 0:
+        return list(lines)
+    lines = [line for line in lines if line.error is not None or line.text.strip()]
     confidences = [line.confidence for line in lines if line.error is None and line.confidence is not None]
-    if not confidences or floor <= 0:
+    if not confidences:
         return list(lines)
     cut = min(floor, RELATIVE_CONFIDENCE * float(np.median(confidences)))
     return [line for line in lines if line.error is not None or line.confidence >= cut]
