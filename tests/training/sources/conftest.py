@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.data.layout_pages import alto_xml, draw_page, page_xml, points
+from tests.training.sources.tiny import MANIFEST
 
 LABELS = ("M^r Baudelot >au< le 1^er", "trouverés [?] vous bon", "\u017foeur \u204a cousine")
 
@@ -36,27 +37,6 @@ def write_pages(repo: Path) -> None:
     (repo / "README.md").write_text("tiny\n", encoding="utf-8")
 
 
-MANIFEST = """
-name = "tiny"
-title = "A tiny collection made by the tests"
-repository = "someone/tiny-gt"
-commit = "{commit}"
-licence = "CC-BY-4.0"
-licence_stated_in = ["LICENSE"]
-attribution = "Tiny GT, CC-BY-4.0"
-language = "fr"
-centuries = [19]
-script = "Latin"
-hands = "2"
-kind = "letters"
-format = "alto"
-include = ["data/*.xml", "data/*.png"]
-exclude = ["data/*/page/*"]
-document = "folder"
-val_fraction = 0.5
-pages = 4
-lines = 12
-"""
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.sources.tiny import MANIFEST
 from training.sources.manifest import (
     DEFAULT_MANIFEST_DIR,
     FORBIDDEN,
@@ -15,22 +16,7 @@ from training.sources.manifest import (
     squeezed,
 )
 
-GOOD = """
-name = "tiny"
-title = "A tiny collection"
-repository = "someone/tiny-gt"
-commit = "0123456789abcdef0123456789abcdef01234567"
-licence = "CC-BY-4.0"
-licence_stated_in = ["LICENSE"]
-attribution = "Tiny GT, A. Person, CC-BY-4.0"
-language = "fr"
-centuries = [19]
-script = "Latin"
-hands = "1"
-kind = "letters"
-format = "alto"
-include = ["data/*.xml", "data/*.png"]
-"""
+GOOD = MANIFEST.format(commit="0123456789abcdef0123456789abcdef01234567")
 
 
 def write(folder: Path, text: str, name: str = "tiny") -> Path:
@@ -70,7 +56,7 @@ def test_a_manifest_naming_an_evaluation_source_is_refused(tmp_path, forbidden):
     (("commit = \"0123456789abcdef0123456789abcdef01234567\"", "commit = \"abc\""), "40 lowercase hex"),
     (("licence = \"CC-BY-4.0\"", "licence = \"CC-BY-NC-4.0\""), "a licence we can state"),
     (("format = \"alto\"", "format = \"tei\""), "format must be"),
-    (("title = \"A tiny collection\"\n", ""), "missing title"),
+    (("title = \"A tiny collection made by the tests\"\n", ""), "missing title"),
     (("kind = \"letters\"", "kind = \"letters\"\nweight = 3"), "unknown field"),
     (("name = \"tiny\"", "name = \"other\""), "file's stem"),
     (("centuries = [19]", "centuries = [19"), "not valid TOML"),
