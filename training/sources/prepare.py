@@ -96,16 +96,15 @@ def _safe(text: str) -> str:
     return keep.strip("_")[:90] or "page"
 
 
-def _find_image(xml: Path, named: str | None) -> Path | None:
-    """The page image: the named file (relative to the XML, or by bare name beside it or one folder up), or any
-    image with the XML's stem."""
-    candidates: list[Path] = []
-    if named:
-        bare = Path(named.replace("\\", "/"))
-        candidates += [xml.parent / bare, xml.parent / bare.name, xml.parent.parent / bare.name]
-    stem = xml.name[: -len(".xml")]
-    for folder in (xml.parent, xml.parent.parent):
-        candidates += sorted(p for p in folder.glob("*") if p.stem == stem and p.suffix.lower() != ".xml")
+def _find_image(layout) -> Path | None:
+    """The page image: where ``PageLayout.image_candidates`` looks (beside the XML), then one folder up (sources keep
+    their XML in ``alto/`` or ``page/`` below the images): by the named file's bare name, or any image with the XML's
+    stem."""
+    up = layout.path.parent.parent
+    candidates = layout.image_candidates()
+    if layout.image_name:
+        candidates.append(up / Path(layout.image_name.replace("\\", "/")).name)
+    candidates += sorted(p for p in up.glob("*") if p.stem == layout.path.stem and p.suffix.lower() != ".xml")
     return next((p for p in candidates if p.is_file()), None)
 
 
@@ -131,7 +130,7 @@ def plan_pages(source: Source, raw: Path) -> tuple[list[PageJob], dict[str, str]
         except LayoutError:
             image = None
         else:
-            image = _find_image(raw / name, layout.image_name)
+            image = _find_image(layout)
         jobs.append(PageJob(raw / name, image, _safe(name.rsplit(".", 1)[0].replace("/", "__")),
                             document_of(name, source), ""))
     splits = split_documents(sorted({j.document for j in jobs}), source)
