@@ -127,7 +127,8 @@ class PageResult:
     """A read page: ``image`` (the path as given, or a name), its size in pixels (after EXIF
     orientation: the pixels every polygon is in) and its lines in reading order. ``language``: the language
     its lines were beam-decoded in (``None`` for greedy), the most common one should they differ. ``dropped``: how
-    many found lines were left out for reading below ``PageReader.min_confidence``."""
+    many found lines were left out for reading below ``PageReader.min_confidence``. ``page``: its page number
+    (from 1) when it is a page of a PDF, else ``None``."""
 
     image: str
     width: int
@@ -135,6 +136,7 @@ class PageResult:
     lines: tuple[PageLine, ...] = ()
     language: str | None = None
     dropped: int = 0
+    page: int | None = None
 
     @property
     def text(self) -> str:
@@ -142,8 +144,11 @@ class PageResult:
         return "\n".join(line.text for line in self.lines if line.error is None)
 
     def to_dict(self) -> dict:
-        """``{image, width, height, lines: [...], text}``: the page's JSON object (and ``language`` when set)."""
+        """``{image, width, height, lines: [...], text}``: the page's JSON object (and ``page``, ``language`` and
+        ``dropped_lines`` when set)."""
         record = {"image": self.image, "width": self.width, "height": self.height}
+        if self.page is not None:
+            record["page"] = self.page
         if self.language is not None:
             record["language"] = self.language
         if self.dropped:

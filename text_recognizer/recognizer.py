@@ -3,7 +3,8 @@
 Command line (files, folders, glob patterns; see ``main``)::
 
     python -m text_recognizer.recognizer --checkpoint PATH INPUT... [--format text|jsonl|json] [--batch-size N]
-    python -m text_recognizer.recognizer --page PAGE_IMAGE... [--format json|jsonl|text|page|alto] [--output-dir DIR]
+    python -m text_recognizer.recognizer --page PAGE_IMAGE_OR_PDF... [--format json|jsonl|text|page|alto|pdf|hocr]
+        [--output-dir DIR] [--dpi N]
     python -m text_recognizer.recognizer --decoder beam --language fr|en|auto INPUT...   # a language's LMs
 """
 
@@ -147,8 +148,9 @@ PROGRESS_THRESHOLD = 5
 
 def build_parser() -> argparse.ArgumentParser:
     from text_recognizer.outputs import FORMATS  # CLI modules load here: the library import stays light
-    from text_recognizer.page_formats import XML_FORMATS
+    from text_recognizer.page_files import WRITTEN_FORMATS
     from text_recognizer.page_reader import MAX_PAGE_PIXELS, add_page_reader_arguments
+    from text_recognizer.pdf.pages import MAX_PDF_PAGES
 
     parser = argparse.ArgumentParser(
         prog="python -m text_recognizer.recognizer",
@@ -157,22 +159,29 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
-                        help="image files (one text line each; with --page one page each), folders of them, "
-                             "or quoted glob patterns")
+                        help="image files (one text line each; with --page one page each, or PDFs of pages), "
+                             "folders of them, or quoted glob patterns")
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled model)")
-    parser.add_argument("--format", choices=(*FORMATS, *XML_FORMATS), default="text",
+    parser.add_argument("--format", choices=(*FORMATS, *WRITTEN_FORMATS), default="text",
                         help="text: FILE<TAB>TEXT per line (only TEXT for a single file); jsonl: one JSON object "
                              "{image, text, confidence} per line; json: one JSON list at the end. With --page: "
                              "json: one JSON list with an object per page {image, width, height, lines, text}; "
                              "jsonl: that object on one line per page; text: the page's text (under a '==> FILE <==' "
                              "header when there are several); page / alto: a PAGE-XML 2019 / ALTO 4.4 file per "
-                             "page, <image stem>.xml in --output-dir")
+                             "page, <stem>.xml in --output-dir (<stem>_page0001.xml ... for a PDF's pages); pdf: a "
+                             "searchable PDF per input (the page as it was, an invisible text layer), <stem>.pdf; "
+                             "hocr: an hOCR file per input, <stem>.hocr")
     parser.add_argument("--page", action="store_true",
                         help="the inputs are images of whole pages: find the text lines (--segmenter), "
                              "read them in order, and give the lines with polygons, baselines, words and text")
     add_page_reader_arguments(parser, "with --page: ")
     parser.add_argument("--max-page-pixels", type=_positive_int, default=MAX_PAGE_PIXELS,
                         help="with --page: larger images are refused (memory stays bounded); scale them down")
+    parser.add_argument("--dpi", type=_positive_float, default=None,
+                        help="with --page: the resolution PDF pages are rendered at (default: each page's scan "
+                             "resolution, or 300 for a page without a scan)")
+    parser.add_argument("--max-pdf-pages", type=_positive_int, default=MAX_PDF_PAGES,
+                        help="with --page: PDFs with more pages are refused")
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--recursive", action="store_true", help="also read images in subfolders of folder inputs")
     parser.add_argument("--batch-size", type=_positive_int, default=16, help="lines decoded together")
@@ -183,13 +192,24 @@ def build_parser() -> argparse.ArgumentParser:
                              "every TextLine is cut out by its polygon, recognised, and its TextEquiv set; "
                              "the files are written to --output-dir")
     parser.add_argument("--output-dir", type=Path, default=None,
-                        help="where --page-xml writes the transcribed files, and --page --format page|alto its files")
+                        help="where --page-xml writes the transcribed files, and --page --format page|alto|pdf|hocr "
+                             "its files")
     parser.add_argument("--onnx", type=Path, default=None,
                         help="read with ONNX Runtime from this exported model (training/export_model.py --format onnx; "
                              "needs requirements-onnx.txt) instead of PyTorch and --checkpoint")
     parser.add_argument("--device", default="cpu", help="torch device")
     add_decoder_arguments(parser)
     return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -208,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from text_recognizer.batch import recognize_files
     from text_recognizer.inputs import resolve_inputs
     from text_recognizer.outputs import ResultWriter
+    from text_recognizer.page_cli import read_pages
+    from text_recognizer.page_files import WRITTEN_FORMATS, page_file_suffixes
+    from text_recognizer.progress import progress_bar
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -215,12 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--page-xml needs --output-dir (the input files are never overwritten)")
     if args.page and args.page_xml:
         parser.error("--page reads page images; --page-xml transcribes PAGE-XML files: give one of them")
-    if args.format in ("page", "alto") and not args.page:
+    if args.format in WRITTEN_FORMATS and not args.page:
         parser.error(f"--format {args.format} writes whole pages: it needs --page")
-    if args.page and args.format in ("page", "alto") and args.output_dir is None:
-        parser.error(f"--format {args.format} writes one file per page: it needs --output-dir")
-    resolved = resolve_inputs(args.inputs, recursive=args.recursive,
-                              suffixes=frozenset({".xml"}) if args.page_xml else None)
+    if args.page and args.format in WRITTEN_FORMATS and args.output_dir is None:
+        parser.error(f"--format {args.format} writes files: it needs --output-dir")
+    suffixes = frozenset({".xml"}) if args.page_xml else (page_file_suffixes() if args.page else None)
+    resolved = resolve_inputs(args.inputs, recursive=args.recursive, suffixes=suffixes)
     failures = 0
     for item, reason in resolved.problems:
         print(f"error: {item}: {reason}", file=sys.stderr)
@@ -242,14 +265,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.page_xml:
         return 1 if _transcribe_pages(recognizer, files, args.output_dir) + failures else 0
     if args.page:
-        fmt = "json" if args.json else args.format
-        status = _read_pages(recognizer, files, fmt, args.output_dir, args.max_page_pixels, args.progress,
-                             args.segmenter, args.min_line_confidence)
+        status = read_pages(recognizer, files, args)
         return 2 if status == 2 else (1 if status or failures else 0)
     single = len(args.inputs) == 1 and len(files) == 1 and Path(args.inputs[0]).is_file()
     writer = ResultWriter(sys.stdout, "json" if args.json else args.format, with_paths=not single)
     show = args.progress == "always" or (args.progress == "auto" and len(files) > PROGRESS_THRESHOLD)
-    with _progress_bar(len(files), show) as bar:
+    with progress_bar(len(files), show) as bar:
         for result in recognize_files(recognizer, files, args.batch_size, on_result=lambda _: bar.update()):
             if not result.ok:
                 failures += 1
@@ -261,106 +282,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{failures} input(s) could not be read; {read} of {len(files)} file(s) were", file=sys.stderr)
         return 1
     return 0
-
-
-class _NoBar:
-    """Stands in for a tqdm bar when the bar is off or tqdm is not installed (the base install lacks it)."""
-
-    def __enter__(self) -> _NoBar:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def update(self, n: int = 1) -> None:
-        return None
-
-    @staticmethod
-    def write(text: str, file=None) -> None:
-        print(text, file=file or sys.stderr)
-
-
-def _progress_bar(total: int, show: bool, unit: str = "line"):
-    if show:
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            return _NoBar()
-        return tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True)
-    return _NoBar()
-
-
-def _read_pages(recognizer, files: list[Path], fmt: str, output_dir: Path | None, max_pixels: int,
-                progress: str, segmenter: str | None = None, min_confidence: float | None = None) -> int:
-    """``--page``: read each page image and print it (json, jsonl, text) or write ``<stem>.xml`` into
-    ``output_dir`` (page, alto). A page that cannot be read is an ``error:`` on stderr and the others go on;
-    a line that cannot be cut or read is a ``warning:`` (it is reported in its line). Returns 0 when every
-    page was read, 1 when some were not, 2 when pages cannot be read at all (no segmenter, no lxml)."""
-    import json
-
-    from text_recognizer.page_formats import XML_FORMATS, lxml_etree, render, write_xml
-    from text_recognizer.page_reader import PageReader
-    from text_recognizer.segmentation.choose import load_segmenter
-
-    try:
-        options = {} if min_confidence is None else {"min_confidence": min_confidence}
-        reader = PageReader(recognizer, segmenter=load_segmenter(segmenter), max_pixels=max_pixels, **options)
-        if fmt in XML_FORMATS:
-            lxml_etree()  # lxml is there, before any page is read
-    except (ImportError, FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    targets = [output_dir / f"{path.stem}.xml" for path in files] if output_dir is not None else []
-    collected: list[dict] = []
-    failures = 0
-    show = progress == "always" or (progress == "auto" and len(files) > PROGRESS_THRESHOLD)
-    with _progress_bar(len(files), show, unit="page") as bar:
-        for number, path in enumerate(files):
-            problem = _xml_target_problem(path, targets, number) if fmt in XML_FORMATS else None
-            if problem is not None:
-                bar.write(f"error: {path}: {problem}", file=sys.stderr)
-                failures += 1
-                bar.update()
-                continue
-            try:
-                result = reader.read(path)
-            except (ValueError, OSError) as error:
-                message = str(error)
-                bar.write(f"error: {message if str(path) in message else f'{path}: {message}'}", file=sys.stderr)
-                failures += 1
-                bar.update()
-                continue
-            for line in result.lines:
-                if line.error is not None:
-                    bar.write(f"warning: {path}#{line.id}: {line.error}", file=sys.stderr)
-            if fmt == "json":
-                collected.append(result.to_dict())
-            elif fmt == "jsonl":
-                print(render(result, "jsonl"), flush=True)
-            elif fmt == "text":
-                if len(files) > 1:
-                    print(f"==> {path} <==" if number == 0 else f"\n==> {path} <==")
-                print(result.text, flush=True)
-            else:
-                target = write_xml(result, fmt, targets[number])
-                print(f"{path} -> {target} ({len(result.lines)} lines)", flush=True)
-            bar.update()
-    if fmt == "json":
-        print(json.dumps(collected, indent=2, ensure_ascii=False))
-    if failures:
-        print(f"{failures} page(s) could not be read; {len(files) - failures} of {len(files)} were", file=sys.stderr)
-    return 1 if failures else 0
-
-
-def _xml_target_problem(path: Path, targets: list[Path], number: int) -> str | None:
-    """Why ``--page --format page|alto`` must not write ``targets[number]`` for the image ``path``, or ``None``."""
-    target = targets[number]
-    if targets.count(target) > 1:
-        return f"several inputs are named {path.stem}.*; their {target.name} would overwrite each other: " \
-               "read them one folder at a time"
-    if target.exists() and target.parent.resolve() == path.parent.resolve():
-        return f"{target} is already there beside the image (its ground truth?); choose another --output-dir"
-    return None
 
 
 def _transcribe_pages(recognizer, files: list[Path], output_dir: Path) -> int:
