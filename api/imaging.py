@@ -82,7 +82,7 @@ def decode_image(data: bytes, *, max_pixels: int, max_side: int, what: str = "im
     try:
         image = Image.open(io.BytesIO(data), formats=ALLOWED_FORMATS)
     except UnidentifiedImageError:
-        raise _unsupported_or_garbage(data, what) from None
+        raise _unsupported_or_garbage(data, what, kind) from None
     except Image.DecompressionBombError as error:
         raise APIError(413, "image_too_large", f"{what}: rejected as a decompression bomb ({error})") from None
     except Exception as error:  # header parsers raise many types on malformed input
@@ -114,7 +114,7 @@ def decode_image(data: bytes, *, max_pixels: int, max_side: int, what: str = "im
     return image
 
 
-def _unsupported_or_garbage(data: bytes, what: str) -> APIError:
+def _unsupported_or_garbage(data: bytes, what: str, kind: str = "text line") -> APIError:
     """Tell apart an image in a format we do not accept (415) from bytes that are no image (400)."""
     fmt = None
     try:
@@ -135,4 +135,5 @@ def _unsupported_or_garbage(data: bytes, what: str) -> APIError:
             )
     if fmt:
         return APIError(415, "unsupported_format", f"{what}: {fmt} images are not supported; send {ALLOWED_TEXT}")
-    return APIError(400, "not_an_image", f"{what}: not a recognised image file; send {ALLOWED_TEXT}")
+    accepted = f"{ALLOWED_TEXT}, or a PDF" if kind == "page" else ALLOWED_TEXT
+    return APIError(400, "not_an_image", f"{what}: not a recognised image file; send {accepted}")

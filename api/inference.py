@@ -14,12 +14,14 @@ from typing import TypeVar
 import torch
 from fastapi import Request
 
+from api.documents import FILE_MEDIA_TYPES, file_body, read_pdf
 from api.errors import APIError
 from api.imaging import decode_image, upright_size
 from api.logs import service_logger
 from api.serving import ImageInput, Serving
 from text_recognizer.page_formats import page_json, render
 from text_recognizer.page_reader import PageReader, default_segmenter
+from text_recognizer.pdf import is_pdf
 
 T = TypeVar("T")
 logger = service_logger()
@@ -153,22 +155,14 @@ def ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
-def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, fmt: str,
-              language: str | None = None) -> dict:
-    """Runs in a worker thread: decode the page within the API's limits, read it (``PageReader``: find the
-    lines, cut them, read them in width-sorted batches; ``language="auto"``: one language for the page) and
-    render it in ``fmt`` (json: the page's dict; page/alto: the XML bytes). Lines that cannot be cut or read
-    carry their ``error``; the page does not fail."""
-    s = serving.settings
-    t0 = time.perf_counter()
-    image = decode_image(item.data or b"", max_pixels=s.max_pixels, max_side=s.max_side, what=item.what, kind="page")
-    t1 = time.perf_counter()
-    segmenting = [0.0]
+def _timed_reader(serving: Serving) -> Callable:
+    """``read(image, name, **options)`` -> ``(PageResult, seconds spent finding lines)``: a ``PageReader`` on the
+    bundled segmenter, with the API's pixel limit (checked before decoding) as its page limit; 501 without one."""
     try:
         segment = default_segmenter()
     except (ImportError, OSError, ValueError) as error:  # no scipy, missing or foreign segmenter weights
-        image.close()
         raise APIError(501, "pages_unavailable", f"this server cannot read pages: {error}") from None
+    segmenting = [0.0]
 
     def timed_segment(page):
         start = time.perf_counter()
@@ -177,11 +171,39 @@ def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, f
         finally:
             segmenting[0] += time.perf_counter() - start
 
-    # the API's pixel limit (checked above, before decoding) is the page limit here too
-    reader = PageReader(serving.recognizer, segmenter=timed_segment, max_pixels=s.max_pixels)
+    reader = PageReader(serving.recognizer, segmenter=timed_segment, max_pixels=serving.settings.max_pixels)
+
+    def read(image, name: str, **options):
+        before = segmenting[0]
+        return reader.read(image, name=name, **options), segmenting[0] - before
+
+    return read
+
+
+def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, fmt: str,
+              language: str | None = None, dpi: float | None = None) -> dict:
+    """Runs in a worker thread: decode the page within the API's limits, read it (``PageReader``: find the
+    lines, cut them, read them in width-sorted batches; ``language="auto"``: one language for the page) and
+    render it in ``fmt`` (json: the page's dict; page/alto/hocr: XML bytes; pdf: a searchable PDF). A PDF goes to
+    ``api.documents.read_pdf``, page by page. Lines that cannot be cut or read carry their ``error``; the page
+    does not fail."""
+    s = serving.settings
+    options = {"decoder": decoder, "readings": readings, "language": language}
+    t0 = time.perf_counter()
+    if is_pdf(item.data or b""):
+        read = _timed_reader(serving)
+        result = read_pdf(serving, item, lambda image, name: read(image, name, **options), fmt, dpi)
+        t1 = time.perf_counter()
+        size = result["sizes"][0] if result["sizes"] else (0, 0)
+        return {"body": result["body"], "size": size, "pages": result["pages"], "preprocess_s": result["render_s"],
+                "segment_s": result["segment_s"], "inference_s": t1 - t0 - result["render_s"] - result["segment_s"]}
+    image = decode_image(item.data or b"", max_pixels=s.max_pixels, max_side=s.max_side, what=item.what, kind="page")
+    t1 = time.perf_counter()
     try:
-        result = reader.read(image, decoder=decoder, readings=readings, name=item.filename or "image",
-                             language=language)
+        read = _timed_reader(serving)
+        result, segment_s = read(image, item.filename or "image", **options)
+    except APIError:
+        raise
     except Exception as error:  # exotic modes, broken EXIF, ...: this image, not the server
         logger.warning("cannot read %s as a page: %s: %s", item.what, type(error).__name__, error)
         raise APIError(
@@ -191,30 +213,32 @@ def read_page(serving: Serving, item: ImageInput, decoder: str, readings: int, f
     finally:
         image.close()
     t2 = time.perf_counter()
-    try:
-        body = page_json(result) if fmt == "json" else render(result, fmt)
-    except ImportError as error:
-        raise APIError(501, "format_unavailable", f"this server cannot write {fmt}: {error}") from None
+    if fmt in FILE_MEDIA_TYPES:
+        body = file_body(fmt, [(item.data, result, None)])
+    else:
+        try:
+            body = page_json(result) if fmt == "json" else render(result, fmt)
+        except ImportError as error:
+            raise APIError(501, "format_unavailable", f"this server cannot write {fmt}: {error}") from None
     return {
         "body": body,
         "size": (result.width, result.height),
-        "lines": len(result.lines),
-        "read": sum(line.error is None for line in result.lines),
+        "pages": 1,
         "preprocess_s": t1 - t0,
-        "segment_s": segmenting[0],
-        "inference_s": t2 - t1 - segmenting[0],
+        "segment_s": segment_s,
+        "inference_s": t2 - t1 - segment_s,
     }
 
 
 async def run_page_job(request: Request, serving: Serving, item: ImageInput, decoder: str, readings: int,
-                       fmt: str, language: str | None = None) -> dict:
+                       fmt: str, language: str | None = None, dpi: float | None = None) -> dict:
     """``read_page`` in the inference pool, with the metrics and access-log fields the line routes record."""
     metrics = request.app.state.metrics
     queue_s, result = await run_in_pool(request, serving, read_page, serving, item, decoder, readings, fmt,
-                                        language)
+                                        language, dpi)
     metrics.inference.observe(result["segment_s"] + result["inference_s"])
     metrics.preprocess.observe(result["preprocess_s"])
-    metrics.images.inc()
+    metrics.images.inc(result["pages"])
     request.state.image_sizes = [result["size"]]
     return {
         **result,

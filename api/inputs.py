@@ -21,8 +21,8 @@ _SINGLE_SHAPE = '{"image": "<base64 or data URL>"}'
 _BATCH_SHAPE = '{"images": ["<base64 or data URL>" or {"id": "...", "image": "<base64>"}, ...]}'
 
 
-async def single_image(request: Request) -> ImageInput:
-    """The one image of ``POST /v1/predict``."""
+async def single_image(request: Request, pdf: bool = False) -> ImageInput:
+    """The one image of ``POST /v1/predict`` (and, with ``pdf``, the page route's image or PDF)."""
     kind = content_type(request)
     if kind == "multipart/form-data":
         form = await request.form(max_files=4, max_fields=8)
@@ -44,14 +44,14 @@ async def single_image(request: Request) -> ImageInput:
     if kind == "application/json":
         body = _parse_json(await request.body(), Base64ImageRequest, _SINGLE_SHAPE)
         return ImageInput(0, "image", decode_base64(body.image, "image"))
-    if kind.startswith("image/"):
+    if kind.startswith("image/") or (kind == "application/pdf" and pdf):
         return ImageInput(0, "body", await request.body())
     raise APIError(
         415,
         "unsupported_media_type",
         f"Content-Type {kind or '(none)'} is not accepted; send "
         'multipart/form-data with a \'file\' field, application/json {"image": "<base64>"}, '
-        "or the raw image with an image/* type",
+        f"or the raw image with an image/* type{' (or a PDF as application/pdf)' if pdf else ''}",
     )
 
 

@@ -246,3 +246,30 @@ class PagePrediction(BaseModel):
             ]
         }
     )
+
+
+class DocumentPage(BaseModel):
+    page: int = Field(description="the page's number in the PDF, from 1")
+    width: int | None = Field(description="page width in pixels as rendered (null when the page was not read)")
+    height: int | None = Field(description="page height in pixels as rendered")
+    language: str | None = Field(default=None, description="as on a page: the language models it was read with")
+    dropped_lines: int | None = Field(default=None, description="found lines left out for reading below the "
+                                      "confidence floor")
+    lines: list[PageLine] = Field(description="the lines found, in reading order")
+    text: str = Field(description="the page's text, its lines joined by \\n")
+    error: str | None = Field(default=None, description="why this page was not read (e.g. it would be larger than "
+                              "the pixel limit at this dpi); the other pages are")
+
+
+class DocumentPrediction(BaseModel):
+    """The answer of the page route for an uploaded PDF: every page, in order."""
+
+    image: str = Field(description="the uploaded file's name (multipart), else \"document.pdf\"")
+    pages: list[DocumentPage] = Field(description="every page of the PDF, in order")
+    text: str = Field(description="the pages' texts joined by form feeds (\\f), as pdftotext does")
+    model_version: str
+    elapsed_ms: float
+    segment_ms: float = Field(description="time finding the lines, all pages")
+    inference_ms: float = Field(description="time cutting the lines out and reading them, all pages")
+    preprocess_ms: float = Field(description="time rendering the PDF's pages")
+    queue_ms: float

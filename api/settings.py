@@ -45,6 +45,7 @@ _POSITIVE = (
     "workers",
     "torch_threads",
     "max_queue",
+    "max_pdf_pages",
 )
 
 
@@ -68,6 +69,7 @@ class Settings:
     workers: int = 0  # 0: choose from the CPU count
     torch_threads: int = 0  # 0: CPUs // workers
     max_queue: int = 256
+    max_pdf_pages: int = 50  # pages of one uploaded PDF (the page route); each page within max_pixels
     api_keys: tuple[str, ...] = ()
     api_keys_file: Path | None = None
     rate_limit: str | None = None

@@ -12,6 +12,7 @@ import time
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from api.documents import FILE_MEDIA_TYPES
 from api.errors import APIError
 from api.imaging import ALLOWED_TEXT
 from api.inference import ms, run_job, run_page_job
@@ -23,6 +24,7 @@ from api.schemas import (
     Base64Item,
     BatchItem,
     BatchPrediction,
+    DocumentPrediction,
     ErrorResponse,
     PagePrediction,
     Prediction,
@@ -233,9 +235,13 @@ def _elapsed(request: Request) -> float:
     return ms(time.perf_counter() - request.scope.get(START_KEY, time.perf_counter()))
 
 
-PAGE_FORMATS = ("json", "page", "alto")
-_FORMAT_HELP = ("json (default): the page with its lines, polygons, words and timings; page: PAGE-XML 2019-07-15; "
-                "alto: ALTO 4.4 (both application/xml, valid against their schemas)")
+PAGE_FORMATS = ("json", "page", "alto", "pdf", "hocr")
+_FORMAT_HELP = ("json (default): the page with its lines, polygons, words and timings (for a PDF: every page); "
+                "page: PAGE-XML 2019-07-15; alto: ALTO 4.4 (both application/xml, valid against their schemas; one "
+                "page); pdf: a searchable PDF (the page as sent, an invisible text layer on it); hocr: hOCR "
+                "(application/xhtml+xml)")
+_DPI_HELP = ("for a PDF: the resolution its pages are read at (default: each page's scan resolution, or 300 for a "
+             "page without a scan)")
 _PAGE_BODY = {
     "required": True,
     "content": {
@@ -245,26 +251,32 @@ _PAGE_BODY = {
                 "required": ["file"],
                 "properties": {
                     "file": {"type": "string", "format": "binary",
-                             "description": f"a photo or scan of a handwritten page ({ALLOWED_TEXT})"}
+                             "description": f"a photo or scan of a handwritten page ({ALLOWED_TEXT}), or a PDF of "
+                             "pages"}
                 },
             }
         },
         "application/json": {"schema": Base64ImageRequest.model_json_schema()},
         "image/*": {"schema": {"type": "string", "format": "binary"}},
+        "application/pdf": {"schema": {"type": "string", "format": "binary"}},
     },
 }
 _XML = {"schema": {"type": "string"}, "example": '<?xml version="1.0" encoding="UTF-8"?>\n<PcGts ...>...</PcGts>'}
 _PAGE_RESPONSES = {
     200: {
-        "description": "the page read: JSON by default; PAGE-XML or ALTO with ?format=page|alto",
-        "content": {"application/xml": _XML},
+        "description": "the page read: JSON by default (for a PDF: DocumentPrediction, every page); PAGE-XML or "
+                       "ALTO with ?format=page|alto; a searchable PDF with ?format=pdf; hOCR with ?format=hocr",
+        "content": {"application/xml": _XML, "application/pdf": {"schema": {"type": "string", "format": "binary"}},
+                    "application/xhtml+xml": {"schema": {"type": "string"}}},
     },
     **_ERRORS,
     422: {"model": ErrorResponse,
           "description": "the field 'file' or 'image' is missing, or decoder, readings, language or format is not one "
-          "of theirs (language_unavailable: beam search in a language the model has no decoder bundle for)"},
+          "of theirs (language_unavailable: beam search in a language the model has no decoder bundle for; "
+          "one_page_format: page or alto for a PDF of several pages)"},
     501: {"model": ErrorResponse,
-          "description": "the server lacks the packages for pages (scipy) or for the XML formats (lxml)"},
+          "description": "the server lacks the packages for pages (scipy), for the XML formats (lxml) or for PDFs "
+          "(pypdfium2)"},
 }
 
 
@@ -277,7 +289,7 @@ def format_choice(fmt: str) -> str:
 
 @router.post(
     "/v1/predict/page",
-    response_model=PagePrediction,
+    response_model=PagePrediction | DocumentPrediction,
     responses=_PAGE_RESPONSES,
     openapi_extra={"requestBody": _PAGE_BODY},
 )
@@ -288,6 +300,7 @@ async def predict_page(
     readings: str | None = Query(None, description=_READINGS_HELP),
     language: str | None = Query(None, description=_LANGUAGE_HELP, examples=["auto", "en", "fr"]),
     fmt: str = Query("json", alias="format", description=_FORMAT_HELP, json_schema_extra={"enum": list(PAGE_FORMATS)}),
+    dpi: float | None = Query(None, gt=0, le=1200, description=_DPI_HELP),
 ):
     """Read a whole page: find its text lines, read them in reading order, and return each with its polygon,
     baseline, text, confidence and words (polygons in page pixels).
@@ -295,17 +308,23 @@ async def predict_page(
     The page comes as the line routes take an image (multipart ``file``, JSON ``{"image": base64}`` or a raw
     image body) within the same body, pixel and side limits. A line that cannot be cut or read is returned
     with an ``error`` and no text; it never fails the page. A page without writing gives zero lines.
+
+    A PDF is taken the same ways (or as an ``application/pdf`` body): every page is read, up to the server's page
+    limit, each within the pixel limit, and the JSON answer lists the pages. Encrypted or broken PDFs are a 400,
+    too many pages a 413.
     """
     decoder = decoder_choice(decoder, serving)
     language, resolved = language_choice(language, decoder, serving)
     readings = readings_choice(readings, serving, resolved)
     fmt = format_choice(fmt)
-    item = await single_image(request)
-    result = await run_page_job(request, serving, item, decoder, readings, fmt, language)
+    item = await single_image(request, pdf=True)
+    result = await run_page_job(request, serving, item, decoder, readings, fmt, language, dpi)
     version = serving.provenance.version
     if fmt != "json":
-        return Response(result["body"], media_type="application/xml", headers={"X-Model-Version": version})
-    return PagePrediction(
+        media_type = FILE_MEDIA_TYPES.get(fmt, "application/xml")
+        return Response(result["body"], media_type=media_type, headers={"X-Model-Version": version})
+    answer = DocumentPrediction if "pages" in result["body"] else PagePrediction
+    return answer(
         **result["body"],
         model_version=version,
         elapsed_ms=_elapsed(request),

@@ -187,3 +187,29 @@ def test_the_page_is_read_in_the_chosen_language(tab, server, page_file):
     assert response.value.url.endswith("/v1/predict/page?decoder=beam") and response.value.status == 200
     assert "language French (fr)" in tab.inner_text("#summary")
     assert tab.js_errors == []
+
+
+def test_a_pdf_is_listed_page_by_page_and_downloads_as_a_searchable_pdf(tab, page_file, tmp_path):
+    from PIL import Image
+
+    from tests.pdf.make import scan_pdf
+
+    pdfium = pytest.importorskip("pypdfium2")
+    path, count = page_file
+    letters = scan_pdf([Image.open(path), Image.new("L", (600, 800), 235)], tmp_path / "letters.pdf")
+    tab.set_input_files("#page-file", str(letters))
+    assert tab.is_hidden("#page-box")  # a PDF is not drawn
+    assert _read(tab) == 200
+    headings = tab.locator("#lines li.page-heading").all_inner_texts()
+    assert headings == [f"Page 1: {count} lines", "Page 2: 0 lines"]
+    assert tab.locator("#lines li:not(.page-heading)").count() == count
+    assert tab.inner_text("#summary").startswith(f"2 pages · {count} lines found")
+    with tab.expect_download() as download:
+        tab.click("#download-pdf")
+    assert download.value.suggested_filename == "letters.searchable.pdf"
+    saved = tmp_path / "saved.pdf"
+    download.value.save_as(saved)
+    document = pdfium.PdfDocument(saved)
+    assert len(document) == 2 and document[0].get_textpage().get_text_range().strip()
+    document.close()
+    assert tab.js_errors == []

@@ -122,7 +122,7 @@ def test_decoder_and_readings_parameters(server, composed):
     assert response.status_code == 200, response.text
     check(post(server, composed[0], decoder="nonsense"), 422, "unknown_decoder", "greedy")
     check(post(server, composed[0], readings="2"), 422, "bad_readings")
-    check(post(server, composed[0], format="hocr"), 422, "unknown_format", "json", "page", "alto")
+    check(post(server, composed[0], format="docx"), 422, "unknown_format", "json", "page", "alto", "pdf", "hocr")
 
 
 @pytest.mark.parametrize("size", [(1200, 900), (1, 1)])
@@ -207,11 +207,14 @@ def test_openapi_documents_the_route(server):
     schema = httpx.get(server.url + "/openapi.json", timeout=30).json()
     operation = schema["paths"][ROUTE]["post"]
     parameters = {p["name"]: p for p in operation["parameters"]}
-    assert set(parameters) == {"decoder", "readings", "language", "format"}
-    assert parameters["format"]["schema"]["enum"] == ["json", "page", "alto"]
-    assert set(operation["requestBody"]["content"]) == {"multipart/form-data", "application/json", "image/*"}
+    assert set(parameters) == {"decoder", "readings", "language", "format", "dpi"}
+    assert parameters["format"]["schema"]["enum"] == ["json", "page", "alto", "pdf", "hocr"]
+    assert set(operation["requestBody"]["content"]) == {"multipart/form-data", "application/json", "image/*",
+                                                        "application/pdf"}
     ok = operation["responses"]["200"]["content"]
-    assert ok["application/json"]["schema"]["$ref"].endswith("/PagePrediction") and "application/xml" in ok
+    answers = [item["$ref"].rsplit("/", 1)[1] for item in ok["application/json"]["schema"]["anyOf"]]
+    assert answers == ["PagePrediction", "DocumentPrediction"]
+    assert {"application/xml", "application/pdf", "application/xhtml+xml"} <= set(ok)
     assert {"400", "413", "415", "422", "503"} <= set(operation["responses"])
     page = schema["components"]["schemas"]["PagePrediction"]
     assert {"lines", "text", "width", "height", "model_version", "elapsed_ms"} <= set(page["properties"])

@@ -95,7 +95,7 @@ def test_a_page_over_the_pixel_limit_is_reported_and_the_others_go_on(tmp_path):
     document.close()
     small, huge = render_pdf(tmp_path / "mixed.pdf", max_pixels=50_000_000)
     assert small.image is not None and small.error is None
-    assert huge.image is None and "more than the page limit" in huge.error and "--dpi" in huge.error
+    assert huge.image is None and "more than the page limit" in huge.error and "lower dpi" in huge.error
 
 
 def test_threads_take_turns(two_pages):

@@ -28,7 +28,12 @@ _SCAN_COVER = 0.5
 
 
 class PdfError(ValueError):
-    """A PDF that cannot be read at all: encrypted, broken, not a PDF, or too many pages."""
+    """A PDF that cannot be read at all; ``reason`` says why in one word: ``encrypted``, ``unreadable`` (broken or
+    not a PDF), ``empty`` (no pages) or ``too_many_pages``."""
+
+    def __init__(self, message: str, reason: str = "unreadable"):
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -43,13 +48,13 @@ class RenderedPage:
     error: str | None = None
 
 
-def _describe(error: Exception) -> str:
+def _describe(error: Exception) -> tuple[str, str]:
     text = str(error)
     if "password" in text.lower():
-        return "the PDF is encrypted (password protected); decrypt it first (e.g. qpdf --decrypt)"
+        return "the PDF is encrypted (password protected); decrypt it first (e.g. qpdf --decrypt)", "encrypted"
     if "format" in text.lower() or "file access" in text.lower() or "not a pdf" in text.lower():
-        return "not a readable PDF (damaged or not a PDF)"
-    return f"cannot open the PDF ({text})"
+        return "not a readable PDF (damaged or not a PDF)", "unreadable"
+    return f"cannot open the PDF ({text})", "unreadable"
 
 
 def open_pdf(source: str | Path | bytes, name: str | None = None):
@@ -62,7 +67,8 @@ def open_pdf(source: str | Path | bytes, name: str | None = None):
     try:
         document = pdfium.PdfDocument(bytes(source) if isinstance(source, bytearray) else source)
     except pdfium.PdfiumError as error:
-        raise PdfError(f"{label}: {_describe(error)}") from None
+        message, reason = _describe(error)
+        raise PdfError(f"{label}: {message}", reason) from None
     except FileNotFoundError:
         raise PdfError(f"{label}: file not found") from None
     return document
@@ -111,10 +117,10 @@ def render_pdf(source: str | Path | bytes, dpi: float | None = None, max_pages: 
         count = len(document)
     try:
         if count == 0:
-            raise PdfError(f"{label}: the PDF has no pages")
+            raise PdfError(f"{label}: the PDF has no pages", "empty")
         if count > max_pages:
             raise PdfError(f"{label}: {count} pages is more than the limit of {max_pages}; split the PDF "
-                           "(e.g. qpdf --split-pages) or raise the limit (--max-pdf-pages)")
+                           "(e.g. qpdf --split-pages)", "too_many_pages")
         for index in range(count):
             yield _render_page(document, index, dpi, max_pixels)
     finally:
@@ -135,7 +141,7 @@ def _render_page(document, index: int, dpi: float | None, max_pixels: int | None
             if max_pixels is not None and pixels > max_pixels:
                 return RenderedPage(index + 1, chosen, size, error=(
                     f"page {index + 1} at {chosen:g} dpi would be {pixels:,} pixels, more than the page limit of "
-                    f"{max_pixels:,}; choose a lower --dpi or raise the limit (--max-page-pixels)"))
+                    f"{max_pixels:,}; render it at a lower dpi"))
             bitmap = page.render(scale=scale, grayscale=True)
             image = bitmap.to_pil().convert("L")
             bitmap.close()

@@ -6,13 +6,15 @@ re-encoded) or embeds the image file (JPEG bytes as they are; other formats loss
 text object in render mode 3 (invisible) in the :mod:`glyphless <text_recognizer.pdf.glyphless>` font, stretched so
 that its characters fill the word's box: its baseline along the box's lower edge, its em from the box's bottom to its
 top. A space follows every word but the last of a line (outside the word's box) and lines follow each other in
-reading order, so a viewer's copy gives the reading's words and lines. Positions go from page pixels to PDF points
+reading order, so a viewer's copy gives the reading's words and lines (one space between words: spaces at a line's
+ends are not kept). Positions go from page pixels to PDF points
 through PDFium's own device-to-page mapping, so rotated and cropped pages come out right.
 """
 
 from __future__ import annotations
 
 import ctypes
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +31,20 @@ Point = tuple[float, float]
 
 @dataclass(frozen=True)
 class PageSource:
-    """Where a read page came from: an image file, or page ``pdf_page`` (0-based) of a PDF file."""
+    """Where a read page came from: an image file, or page ``pdf_page`` (0-based) of a PDF file; ``file`` is its
+    path or its bytes (an upload)."""
 
-    path: Path
+    file: Path | bytes
     pdf_page: int | None = None
+
+    @property
+    def key(self) -> Path | int:
+        """What tells two sources apart: the path, or the bytes' identity."""
+        return self.file if isinstance(self.file, Path) else id(self.file)
+
+    @property
+    def name(self) -> str:
+        return str(self.file) if isinstance(self.file, Path) else "the uploaded file"
 
 
 def searchable_pdf(pages: Sequence[tuple[PageSource, PageResult | None]]) -> bytes:
@@ -45,7 +57,7 @@ def searchable_pdf(pages: Sequence[tuple[PageSource, PageResult | None]]) -> byt
         raise ValueError("a searchable PDF needs at least one page")
     with PDFIUM_LOCK:
         output = pdfium.PdfDocument.new()
-        sources: dict[Path, object] = {}
+        sources: dict[Path | int, object] = {}
         try:
             font_data = glyphless_font()
             buffer = (ctypes.c_uint8 * len(font_data)).from_buffer_copy(font_data)
@@ -55,7 +67,7 @@ def searchable_pdf(pages: Sequence[tuple[PageSource, PageResult | None]]) -> byt
             for index, (source, result) in enumerate(pages):
                 page = _add_page(output, index, source, sources)
                 if result is None and source.pdf_page is None:
-                    raise ValueError(f"{source.path}: an image page needs its reading")
+                    raise ValueError(f"{source.name}: an image page needs its reading")
                 for words in _line_words(result) if result is not None else []:
                     for text, corners in words:
                         _add_word(output, page, font, text, corners, result)
@@ -72,18 +84,18 @@ def searchable_pdf(pages: Sequence[tuple[PageSource, PageResult | None]]) -> byt
 def _add_page(output, index: int, source: PageSource, sources: dict):
     """Append the original page (imported from its PDF, or a new page with the image on it) and return it."""
     if source.pdf_page is not None:
-        if source.path not in sources:
-            sources[source.path] = open_pdf(source.path)
-        output.import_pages(sources[source.path], [source.pdf_page], index)
+        if source.key not in sources:
+            sources[source.key] = open_pdf(source.file, source.name)
+        output.import_pages(sources[source.key], [source.pdf_page], index)
         return output[index]
-    return _image_page(output, index, source.path)
+    return _image_page(output, index, source.file)
 
 
-def _image_page(output, index: int, path: Path):
+def _image_page(output, index: int, file: Path | bytes):
     """A page the size of the image at its own resolution (300 dpi when it says none) with the image on it."""
     import pypdfium2 as pdfium
 
-    with Image.open(path) as image:
+    with Image.open(io.BytesIO(file) if isinstance(file, bytes) else file) as image:
         dpi = image.info.get("dpi", (DEFAULT_DPI, DEFAULT_DPI))
         dpi_x, dpi_y = (round(float(d), 1) if d and float(d) > 1 else DEFAULT_DPI for d in dpi)  # PNG: px/m
         upright = image.getexif().get(0x0112, 1) in (0, 1)  # EXIF orientation: 1 (or none) is as stored
@@ -93,7 +105,8 @@ def _image_page(output, index: int, path: Path):
         page = output.new_page(width, height, index=index)
         picture = pdfium.PdfImage.new(output)
         if image.format == "JPEG" and upright and image.mode in ("L", "RGB", "CMYK"):
-            picture.load_jpeg(str(path), inline=False)  # the file's bytes, not re-encoded
+            # the file's bytes, not re-encoded
+            picture.load_jpeg(io.BytesIO(file) if isinstance(file, bytes) else str(file), inline=True)
         else:
             rgb = oriented.convert("RGB" if oriented.mode not in ("L", "1") else "L")
             bitmap = pdfium.PdfBitmap.from_pil(rgb)
@@ -186,8 +199,6 @@ def _to_page(page, point: Point, result: PageResult) -> Point:
 
 
 def _saved(document) -> bytes:
-    import io
-
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
