@@ -5,7 +5,6 @@ broken, too many pages, a format that holds one page); a page over the pixel lim
 from __future__ import annotations
 
 import base64
-import io
 
 import httpx
 import pytest
