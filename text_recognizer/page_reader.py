@@ -64,6 +64,10 @@ Point = tuple[float, float]
 Segmenter = Callable[[Image.Image], Sequence[Any]]
 
 
+def _tuple_points(points) -> tuple[Point, ...]:
+    return tuple((float(x), float(y)) for x, y in points)
+
+
 def _points(points: Sequence[Point]) -> list[list[float]]:
     return [[round(float(x), 1), round(float(y), 1)] for x, y in points]
 
@@ -85,6 +89,10 @@ class PageWord:
 
     def to_dict(self) -> dict:
         return {"text": self.text, "confidence": round(self.confidence, 4), "polygon": _points(self.polygon)}
+
+    @classmethod
+    def from_dict(cls, record: dict) -> PageWord:
+        return cls(record["text"], float(record["confidence"]), _tuple_points(record["polygon"]))
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,14 @@ class PageLine:
             record["error"] = self.error
         return record
 
+    @classmethod
+    def from_dict(cls, record: dict) -> PageLine:
+        """The line back from :meth:`to_dict` (coordinates as rounded there)."""
+        return cls(record["id"], _tuple_points(record["polygon"]), _tuple_points(record["baseline"]),
+                   record.get("text", ""), record.get("confidence"),
+                   tuple(PageWord.from_dict(word) for word in record.get("words", ())), record.get("error"),
+                   record.get("language"))
+
 
 @dataclass(frozen=True)
 class PageResult:
@@ -154,6 +170,13 @@ class PageResult:
         if self.dropped:
             record["dropped_lines"] = self.dropped
         return {**record, "lines": [line.to_dict() for line in self.lines], "text": self.text}
+
+    @classmethod
+    def from_dict(cls, record: dict) -> PageResult:
+        """The page back from :meth:`to_dict` (e.g. a saved JSON result, to write it in another format later)."""
+        return cls(record["image"], int(record["width"]), int(record["height"]),
+                   tuple(PageLine.from_dict(line) for line in record.get("lines", ())), record.get("language"),
+                   int(record.get("dropped_lines", 0)), record.get("page"))
 
 
 def add_page_reader_arguments(parser, prefix: str = "") -> None:

@@ -148,3 +148,20 @@ def _render_page(document, index: int, dpi: float | None, max_pixels: int | None
         finally:
             page.close()
     return RenderedPage(index + 1, chosen, size, image=image)
+
+
+def render_pdf_page(source: str | Path | bytes, number: int, dpi: float | None = None,
+                    max_pixels: int | None = None, name: str | None = None) -> RenderedPage:
+    """Page ``number`` (from 1) of ``source`` alone, as :func:`render_pdf` renders it (a batch worker reads one page
+    of a long PDF without rendering the others). :class:`PdfError` for a file that cannot be opened or a page that
+    is not in it."""
+    label = name or (str(source) if not isinstance(source, (bytes, bytearray)) else "PDF")
+    with PDFIUM_LOCK:
+        document = open_pdf(source, label)
+    try:
+        if not 1 <= number <= len(document):
+            raise PdfError(f"{label}: has no page {number} (it has {len(document)})", "unreadable")
+        return _render_page(document, number - 1, dpi, max_pixels)
+    finally:
+        with PDFIUM_LOCK:
+            document.close()
