@@ -41,11 +41,13 @@ def test_pages_lines_and_words():
     assert root.get("lang") == "fr"
 
 
-def test_lines_without_words_hold_their_text_and_failed_lines_are_left_out():
+def test_lines_without_words_are_one_word_and_failed_lines_are_left_out():
     from dataclasses import replace
 
     result = reading()
     lines = (replace(result.lines[0], words=()), replace(result.lines[1], text="", error="cannot read"))
     root = etree.fromstring(hocr([(replace(result, lines=lines), None)]))
-    (line,) = root.findall(f".//{XHTML}span[@class='ocr_line']")
-    assert line.text == result.lines[0].text and len(line) == 0
+    (line,) = root.findall(f".//{XHTML}p[@class='ocr_par']/{XHTML}span[@class='ocr_line']")
+    (word,) = line.findall(f"{XHTML}span[@class='ocrx_word']")
+    assert word.text == result.lines[0].text and numbers(word.get("title"), "bbox") == numbers(line.get("title"),
+                                                                                              "bbox")

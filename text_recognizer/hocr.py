@@ -4,14 +4,15 @@ search engines' OCR importers) take.
 Why hOCR beside PAGE-XML and ALTO: it is what print OCR (Tesseract) writes, so the tools that put OCR into PDFs,
 viewers and search indexes read it. Each page is an ``ocr_page`` (its image and page number), each line an
 ``ocr_line`` (box, and its baseline as hOCR's slope and offset), each word an ``ocrx_word`` with its box and
-``x_wconf`` (the confidence in percent); lines without word positions hold their text directly.
+``x_wconf`` (the confidence in percent), inside one ``ocr_carea`` and ``ocr_par`` per page as Tesseract writes them
+(OCRmyPDF's hOCR reader wants the paragraph); a line read without word positions is one word over the line's box.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from text_recognizer.page_reader import PageLine, PageResult
+from text_recognizer.page_reader import PageLine, PageResult, PageWord
 
 
 def _bbox(box: tuple[float, float, float, float], width: int, height: int) -> str:
@@ -55,25 +56,27 @@ def hocr(pages: Sequence[tuple[PageResult, int | None]], language: str | None = 
                                                                 f"ppageno {page_number - 1}"})
         area = etree.SubElement(page, f"{{{ns}}}div", {"class": "ocr_carea", "id": f"block_{page_number}_1",
                                                        "title": _bbox(size, result.width, result.height)})
+        paragraph = etree.SubElement(area, f"{{{ns}}}p", {"class": "ocr_par", "id": f"par_{page_number}_1",
+                                                          "title": _bbox(size, result.width, result.height)})
+        if language:
+            paragraph.set("lang", language)
         for line in result.lines:
             if line.error is not None:
                 continue
             box = line.box
-            element = etree.SubElement(area, f"{{{ns}}}span", {
+            element = etree.SubElement(paragraph, f"{{{ns}}}span", {
                 "class": "ocr_line", "id": f"{line.id}_{page_number}",
                 "title": _bbox(box, result.width, result.height) + _baseline(line, box)})
             if line.language:
                 element.set("lang", line.language)
-            if not line.words:
-                element.text = line.text
-                continue
-            for number_in_line, word in enumerate(line.words, start=1):
+            words = line.words or (PageWord(line.text.strip(), line.confidence or 0.0, line.polygon),)
+            for number_in_line, word in enumerate(words, start=1):
                 span = etree.SubElement(element, f"{{{ns}}}span", {
                     "class": "ocrx_word", "id": f"word_{page_number}_{line.id}_{number_in_line}",
                     "title": f"{_bbox(word.box, result.width, result.height)}; "
                              f"x_wconf {int(round(100 * word.confidence))}"})
                 span.text = word.text
-                span.tail = " " if number_in_line < len(line.words) else None
+                span.tail = " " if number_in_line < len(words) else None
     doctype = ('<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
                '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">')
     return etree.tostring(html, xml_declaration=True, encoding="UTF-8", pretty_print=True, doctype=doctype)

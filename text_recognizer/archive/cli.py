@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--executor", choices=("ray", "local"), default="ray",
                         help="local: read in this process, without Ray (the same outputs and manifest)")
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled one)")
+    parser.add_argument("--device", default="cpu", help="torch device of each actor's model (e.g. cuda)")
+    parser.add_argument("--gpus-per-worker", type=_positive(float), default=None,
+                        help="GPUs Ray reserves for each actor (with --device cuda on a cluster with GPUs)")
     parser.add_argument("--dpi", type=_positive(float), default=None,
                         help="PDF pages' resolution (default: each page's scan resolution, else 300)")
     parser.add_argument("--max-page-pixels", type=_positive(int), default=MAX_PAGE_PIXELS)
@@ -98,9 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not tasks:
         print("error: no page images or PDFs found", file=sys.stderr)
         return 2
-    recognizer = {"checkpoint": args.checkpoint, **decoder_kwargs(args)}
+    recognizer = {"checkpoint": args.checkpoint, "device": args.device, **decoder_kwargs(args)}
     settings = BatchSettings(args.output, args.format, recognizer, args.segmenter, args.dpi, args.max_page_pixels,
-                             args.min_line_confidence, args.workers, args.threads, args.address, args.executor)
+                             args.min_line_confidence, args.workers, args.threads, args.address, args.executor,
+                             args.gpus_per_worker)
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     try:
         summary = run_batch(tasks, settings, progress=show)

@@ -69,6 +69,7 @@ class BatchSettings:
     threads: int | None = None
     address: str | None = None
     executor: str = "ray"
+    gpus: float | None = None  # GPUs Ray reserves per actor
 
     def worker_kwargs(self, threads: int, run: str) -> dict:
         return {"out": str(self.out), "formats": tuple(f for f in self.formats if f in XML_FORMATS),
@@ -139,7 +140,7 @@ def _ray_records(todo: list[PageTask], settings: BatchSettings, run: str) -> Ite
     dataset = ray.data.from_items([task.as_row() for task in todo], override_num_blocks=min(len(todo), 2000))
     pool = ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=2)
     pages = dataset.map_batches(PageWorker, fn_constructor_kwargs=settings.worker_kwargs(threads, run),
-                                batch_size=1, compute=pool, num_cpus=1)
+                                batch_size=1, compute=pool, num_cpus=1, num_gpus=settings.gpus)
     for row in pages.iter_rows():
         record = dict(row)
         record["page"] = None if record.get("page") in (None, -1) else int(record["page"])

@@ -59,11 +59,7 @@ def searchable_pdf(pages: Sequence[tuple[PageSource, PageResult | None]]) -> byt
         output = pdfium.PdfDocument.new()
         sources: dict[Path | int, object] = {}
         try:
-            font_data = glyphless_font()
-            buffer = (ctypes.c_uint8 * len(font_data)).from_buffer_copy(font_data)
-            font = raw.FPDFText_LoadFont(output, buffer, len(font_data), raw.FPDF_FONT_TRUETYPE, True)
-            if not font:
-                raise RuntimeError("PDFium could not load the text layer's font")
+            font = _load_font(output)
             for index, (source, result) in enumerate(pages):
                 page = _add_page(output, index, source, sources)
                 if result is None and source.pdf_page is None:
@@ -79,6 +75,18 @@ def searchable_pdf(pages: Sequence[tuple[PageSource, PageResult | None]]) -> byt
             output.close()
             for document in sources.values():
                 document.close()
+
+
+def _load_font(output):
+    """The glyphless font, embedded in ``output`` (PDFium makes it a CID font with a ToUnicode map)."""
+    import pypdfium2.raw as raw
+
+    font_data = glyphless_font()
+    buffer = (ctypes.c_uint8 * len(font_data)).from_buffer_copy(font_data)
+    font = raw.FPDFText_LoadFont(output, buffer, len(font_data), raw.FPDF_FONT_TRUETYPE, True)
+    if not font:
+        raise RuntimeError("PDFium could not load the text layer's font")
+    return font
 
 
 def _add_page(output, index: int, source: PageSource, sources: dict):
