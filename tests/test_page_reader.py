@@ -295,3 +295,11 @@ def test_lines_read_with_a_low_confidence_are_left_out_and_counted():
     assert (len(alone.lines), alone.dropped) == ((0, 1) if blank else (1, 0))
     with pytest.raises(ValueError, match="min_confidence"):
         PageReader(recognizer, lambda _: [], min_confidence=1.5)
+
+
+def test_a_page_result_survives_its_json(read):
+    """``PageResult.from_dict(result.to_dict())`` gives the same page back (a batch run writes other formats from
+    the saved JSON later)."""
+    back = PageResult.from_dict(json.loads(json.dumps(read.to_dict())))
+    assert back.to_dict() == read.to_dict() and len(back.lines) == len(read.lines)
+    assert back.lines[0].words[0].box == pytest.approx(read.lines[0].words[0].box, abs=0.06)

@@ -2,7 +2,8 @@
 layer in which every word read lies on its measured position, so that selecting, searching and copying work.
 
 How: PDFium imports the original page into a new document (its content streams and images are copied, not
-re-encoded) or embeds the image file (JPEG bytes as they are; other formats losslessly); then each word becomes a
+re-encoded) or embeds the image file (JPEG bytes as they are; lossy WebP, which PDF cannot hold, as a JPEG at
+quality 92; other formats losslessly); then each word becomes a
 text object in render mode 3 (invisible) in the :mod:`glyphless <text_recognizer.pdf.glyphless>` font, stretched so
 that its characters fill the word's box: its baseline along the box's lower edge, its em from the box's bottom to its
 top. A space follows every word but the last of a line (outside the word's box) and lines follow each other in
@@ -115,6 +116,12 @@ def _image_page(output, index: int, file: Path | bytes):
         if image.format == "JPEG" and upright and image.mode in ("L", "RGB", "CMYK"):
             # the file's bytes, not re-encoded
             picture.load_jpeg(io.BytesIO(file) if isinstance(file, bytes) else str(file), inline=True)
+        elif image.format == "WEBP" and not image.info.get("lossless"):
+            # PDF cannot hold WebP; a lossy photo stays lossy (JPEG at quality 92) rather than growing fivefold
+            buffer = io.BytesIO()
+            oriented.convert("RGB").save(buffer, "JPEG", quality=92)
+            buffer.seek(0)
+            picture.load_jpeg(buffer, inline=True)
         else:
             rgb = oriented.convert("RGB" if oriented.mode not in ("L", "1") else "L")
             bitmap = pdfium.PdfBitmap.from_pil(rgb)
