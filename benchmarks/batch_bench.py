@@ -11,8 +11,8 @@ run killed halfway then resumed.
 3. Kill and resume: the batch command killed with SIGKILL once half the pages are in its manifest, then run again;
    how many pages were read twice (manifest lines of both runs, not counting recovered ones) and how many lost.
 
-Prints pages/s of both and their ratio (batch / plain; the issue's target is >= 0.9). Run it alone on the
-machine: it times wall clock.
+Prints pages/s of both (medians of ``--repeats`` alternating runs) and their ratio (batch / plain; the issue's
+target is >= 0.9). Run it alone on the machine: it times wall clock.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import glob
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=50)
     parser.add_argument("--workers", default=None, help="--workers for the batch command (default: its own)")
     parser.add_argument("--threads", default=None, help="--threads for the batch command (default: its own)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each, alternating; medians are printed")
     args = parser.parse_args()
     files = sorted(f for pattern in args.pages for f in glob.glob(pattern))[: args.count]
     if len(files) < args.count:
@@ -106,10 +108,16 @@ def main() -> None:
                  *(["--threads", args.threads] if args.threads else [])]
         batch = [sys.executable, "-m", "text_recognizer.archive.cli", "--list", str(listing), "--progress", "never",
                  *extra]
-        plain_s, plain_peak, _ = timed_run(plain, "text_recognizer.recognizer")
-        batch_s, peaks, stdout = timed_run([*batch, "--output", str(Path(tmp) / "out")], "MapWorker")
+        plains, batches = [], []
+        for repeat in range(args.repeats):  # alternating, so that a slow spell of the machine hits both alike
+            plain_s, plain_peak, _ = timed_run(plain, "text_recognizer.recognizer")
+            batch_s, peaks, stdout = timed_run([*batch, "--output", str(Path(tmp) / f"out{repeat}")], "MapWorker")
+            plains.append(plain_s)
+            batches.append(batch_s)
+        plain_s, batch_s = statistics.median(plains), statistics.median(batches)
         resumed = kill_and_resume([*batch, "--output", str(Path(tmp) / "killed")], Path(tmp) / "killed", len(files))
     print(f"pages: {len(files)}; {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"runs (s): plain {', '.join(f'{x:.1f}' for x in plains)}; batch {', '.join(f'{x:.1f}' for x in batches)}")
     print(f"plain CLI loop:  {plain_s:7.1f} s  {len(files) / plain_s:.3f} pages/s  peak RSS "
           f"{max(plain_peak.values(), default=0) / 1024:.0f} MiB")
     print(f"batch (Ray):     {batch_s:7.1f} s  {len(files) / batch_s:.3f} pages/s  actors {len(peaks)}, peak RSS "

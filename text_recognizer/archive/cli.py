@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", type=_formats, default=("json",),
                         help=f"comma-separated, from {', '.join(BATCH_FORMATS)} (json is always written)")
     parser.add_argument("--workers", type=_positive(int), default=None,
-                        help="model actors (default: the CPUs less one, at least one)")
+                        help="model actors (default: one per CPU, each with one torch thread)")
     parser.add_argument("--threads", type=_positive(int), default=None, help="torch threads per actor")
     parser.add_argument("--address", default=None,
                         help="an existing Ray cluster ('auto' or ray://host:10001); default: start Ray here")
