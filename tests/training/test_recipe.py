@@ -69,7 +69,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert len(trains) == 18 and names[names.index("export") + 1:] == [
         "sources", "pack-sources40", "s16-archives", "s16-soup", "french-text-archives", "lm-fr-archives",
         "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
-        "three-readings-archives", "export-archives"]
+        "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives"]
     # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
     outside = (Path(recipe.variables["data"]), REPO.parent / "shared" / "data")
     for stage in recipe.stages:
@@ -92,8 +92,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == (0 if has_shared else 1)
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,420" in out
-    assert "--max-steps 8224" in out and "done: 0 of 60 stages" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,501" in out
+    assert "--max-steps 8224" in out and "done: 0 of 62 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
 
