@@ -123,8 +123,17 @@ def write_file_output(pages: Sequence[ReadPage], fmt: str, target: Path) -> Path
         data = hocr([(page.result, page.number) for page in pages if page.result is not None])
     else:
         raise ValueError(f"write_file_output writes {FILE_FORMATS}, got {fmt!r}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, target)
+    write_atomically(target, data)
     return target
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` so that the file is either absent or whole, even if the process dies mid-write (a
+    temporary file beside it, flushed to disk, then renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    with open(partial, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)

@@ -175,16 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the inputs are images of whole pages: find the text lines (--segmenter), "
                              "read them in order, and give the lines with polygons, baselines, words and text")
     add_page_reader_arguments(parser, "with --page: ")
-    parser.add_argument("--max-page-pixels", type=_positive_int, default=MAX_PAGE_PIXELS,
+    parser.add_argument("--max-page-pixels", type=positive_int, default=MAX_PAGE_PIXELS,
                         help="with --page: larger images are refused (memory stays bounded); scale them down")
-    parser.add_argument("--dpi", type=_positive_float, default=None,
+    parser.add_argument("--dpi", type=positive_float, default=None,
                         help="with --page: the resolution PDF pages are rendered at (default: each page's scan "
                              "resolution, or 300 for a page without a scan)")
-    parser.add_argument("--max-pdf-pages", type=_positive_int, default=MAX_PDF_PAGES,
+    parser.add_argument("--max-pdf-pages", type=positive_int, default=MAX_PDF_PAGES,
                         help="with --page: PDFs with more pages are refused")
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--recursive", action="store_true", help="also read images in subfolders of folder inputs")
-    parser.add_argument("--batch-size", type=_positive_int, default=16, help="lines decoded together")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="lines decoded together")
     parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                         help=f"progress bar on stderr: auto shows it for more than {PROGRESS_THRESHOLD} files")
     parser.add_argument("--page-xml", action="store_true",
@@ -202,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
+    """An argparse type: a number above 0 (the batch command's flags use it too)."""
     try:
         value = float(text)
     except ValueError:
@@ -212,7 +213,8 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:

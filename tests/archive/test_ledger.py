@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from text_recognizer.archive.ledger import RECORD_KEYS, Ledger, done_tasks, write_atomically
+from text_recognizer.archive.ledger import RECORD_KEYS, Ledger, done_tasks
 from text_recognizer.archive.tasks import PageTask
+from text_recognizer.page_files import write_atomically
 
 
 def test_done_means_a_whole_json_result(tmp_path):

@@ -28,21 +28,10 @@ def _formats(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(("json", *chosen)))
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return value
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     from text_recognizer.decoding.options import add_decoder_arguments
     from text_recognizer.page_reader import MAX_PAGE_PIXELS, add_page_reader_arguments
+    from text_recognizer.recognizer import positive_float, positive_int
 
     parser = argparse.ArgumentParser(prog="text-recognizer-batch", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -54,20 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "hocr/ and manifest.jsonl); a second run into it does only what is missing or failed")
     parser.add_argument("--format", type=_formats, default=("json",),
                         help=f"comma-separated, from {', '.join(BATCH_FORMATS)} (json is always written)")
-    parser.add_argument("--workers", type=_positive(int), default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help="model actors (default: one per CPU, each with one torch thread)")
-    parser.add_argument("--threads", type=_positive(int), default=None, help="torch threads per actor")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch threads per actor")
     parser.add_argument("--address", default=None,
                         help="an existing Ray cluster ('auto' or ray://host:10001); default: start Ray here")
     parser.add_argument("--executor", choices=("ray", "local"), default="ray",
                         help="local: read in this process, without Ray (the same outputs and manifest)")
     parser.add_argument("--checkpoint", type=Path, default=None, help="model checkpoint (default: the bundled one)")
     parser.add_argument("--device", default="cpu", help="torch device of each actor's model (e.g. cuda)")
-    parser.add_argument("--gpus-per-worker", type=_positive(float), default=None,
+    parser.add_argument("--gpus-per-worker", type=positive_float, default=None,
                         help="GPUs Ray reserves for each actor (with --device cuda on a cluster with GPUs)")
-    parser.add_argument("--dpi", type=_positive(float), default=None,
+    parser.add_argument("--dpi", type=positive_float, default=None,
                         help="PDF pages' resolution (default: each page's scan resolution, else 300)")
-    parser.add_argument("--max-page-pixels", type=_positive(int), default=MAX_PAGE_PIXELS)
+    parser.add_argument("--max-page-pixels", type=positive_int, default=MAX_PAGE_PIXELS)
     add_page_reader_arguments(parser)
     parser.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                         help="a progress bar in pages (pages/s, time left); auto: when stderr is a terminal")

@@ -20,17 +20,6 @@ from text_recognizer.archive.tasks import PageTask
 RECORD_KEYS = ("id", "file", "page", "status", "seconds", "lines", "mean_confidence", "error", "worker", "run")
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` so that the file is either absent or whole, even if the process dies mid-write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    with open(partial, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
-
-
 def done_tasks(tasks: Iterable[PageTask], out: Path) -> set[str]:
     """The ids of ``tasks`` whose JSON result is on disk and whole."""
     done = set()

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from text_recognizer.archive.ledger import Ledger, done_tasks, write_atomically
+from text_recognizer.archive.ledger import Ledger, done_tasks
 from text_recognizer.archive.tasks import PageTask, file_output
 from text_recognizer.archive.worker import PageWorker
-from text_recognizer.page_files import FILE_FORMATS
+from text_recognizer.page_files import FILE_FORMATS, write_atomically
 from text_recognizer.page_formats import XML_FORMATS
 from text_recognizer.progress import progress_bar
 

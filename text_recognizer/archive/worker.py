@@ -13,8 +13,9 @@ import os
 import time
 from pathlib import Path
 
-from text_recognizer.archive.ledger import RECORD_KEYS, write_atomically
+from text_recognizer.archive.ledger import RECORD_KEYS
 from text_recognizer.archive.tasks import PageTask
+from text_recognizer.page_files import write_atomically
 
 
 class PageWorker:
