@@ -15,10 +15,7 @@ from pathlib import Path
 
 from text_recognizer.page_files import FILE_FORMATS, ReadPage, output_target, read_page_file, target_problem
 from text_recognizer.page_formats import XML_FORMATS, render, write_xml
-from text_recognizer.progress import progress_bar
-
-#: More input files than this show a progress bar with ``--progress auto``.
-PROGRESS_THRESHOLD = 5
+from text_recognizer.progress import PROGRESS_THRESHOLD, progress_bar
 
 
 def _reader(recognizer, args: argparse.Namespace, files: list[Path]):

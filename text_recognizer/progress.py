@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import sys
 
+#: More input files than this show a progress bar with ``--progress auto`` (the line and page CLIs).
+PROGRESS_THRESHOLD = 5
+
 
 class NoBar:
     """Stands in for a tqdm bar when the bar is off or tqdm is not installed (the base install lacks it)."""

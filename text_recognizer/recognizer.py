@@ -27,6 +27,7 @@ from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
 from text_recognizer.decoding.line_decoders import LanguageDecoders
 from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
 from text_recognizer.line_batches import LineReader
+from text_recognizer.progress import PROGRESS_THRESHOLD
 from text_recognizer.stem import preprocess
 
 #: Where the bundled default model lives (shipped inside the package once trained).
@@ -140,10 +141,6 @@ class LineRecognizer(LineReader):
         from text_recognizer.page_reader import PageReader  # the segmenter needs scipy: loaded when used
 
         return PageReader(self, segmenter).read(image, decoder=decoder, readings=readings, language=language)
-
-
-#: More files than this get a progress bar on stderr (with --progress auto).
-PROGRESS_THRESHOLD = 5
 
 
 def build_parser() -> argparse.ArgumentParser:
