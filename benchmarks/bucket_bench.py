@@ -26,8 +26,8 @@ from text_recognizer.data.folder import FolderLines
 from text_recognizer.data.lines import EncodedLines, collate_lines
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.models import ModelConfig, build_model
-from training.batching import bucketed_order, line_aspects, padding_efficiency
-from training.objective import compute_loss
+from training.loop.batching import bucketed_order, line_aspects, padding_efficiency
+from training.loop.objective import compute_loss
 
 
 def render_synthetic_folder(folder: Path, count: int, height: int) -> Path:

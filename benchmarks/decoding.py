@@ -1,7 +1,7 @@
 """Beam search + LM vs greedy on cached logits: library comparison, tuning, calibration, report.
 
     PYTHONPATH=. python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/val.pt   # once per set
-    python -m training.build_lm --out /tmp/lm/default.decoder.pt                     # train + train_extra
+    python -m training.decoder.build_lm --out /tmp/lm/default.decoder.pt                     # train + train_extra
     PYTHONPATH=. python benchmarks/decoding.py --cache /tmp/lm --bundle /tmp/lm/default.decoder.pt \\
         --bundle-out text_recognizer/artifacts/default.decoder.pt --report /tmp/lm/report.md
 
@@ -31,7 +31,7 @@ from text_recognizer.decoding.bundle import arpa_text, load_bundle, make_bundle,
 from text_recognizer.decoding.decoder import Geometry, LineDecoder, line_features
 from text_recognizer.metrics import cer
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
-from training.tune_decoder import calibration_data
+from training.decoder.tune import calibration_data
 
 OOD = ("stanford_memorials_1905", "gw_washington_1755")
 GEOMETRY = Geometry(16, 4)  # positions are not scored here
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path("/tmp/lm"), help="folder of decode_logits.py outputs")
     parser.add_argument("--bundle", type=Path, required=True,
-                        help="decoder bundle with the LM (python -m training.build_lm)")
+                        help="decoder bundle with the LM (python -m training.decoder.build_lm)")
     parser.add_argument("--bundle-out", type=Path, default=None,
                         help="write the bundle with tuned settings + calibration")
     parser.add_argument("--report", type=Path, default=None, help="markdown report")

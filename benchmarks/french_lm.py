@@ -8,7 +8,7 @@ Why: a French bundle's beam settings must be chosen on lines it is not then meas
 are split by text (one writer copied each text, on one or two pages; ``imp_wikitexte_0051_1`` and ``_2`` stay
 together): texts in sorted order, even-indexed ones tune (``tune/``), odd-indexed ones report (``report/``).
 The model runs once per half (log-probabilities cached in ``--work``); each bundle is then tuned on the tuning
-half with ``training.tune_decoder.tune_bundle`` (its default grid), written to ``--work/<name>.tuned.decoder.pt``,
+half with ``training.decoder.tune.tune_bundle`` (its default grid), written to ``--work/<name>.tuned.decoder.pt``,
 and read back on the report half: greedy CER, and beam CER with the bundle's own settings before and after tuning.
 ``--extra-val NAME=FOLDER`` also reads a labels.tsv folder (IAM val, say) with every tuned bundle.
 ``--seen-text FILE`` (the LM's training lines): the report half is also read without its lines of 20 or more
@@ -36,7 +36,7 @@ from text_recognizer.decoding.beam import BeamOptions
 from text_recognizer.decoding.bundle import load_bundle, save_bundle
 from text_recognizer.decoding.decoder import LineDecoder, line_features
 from text_recognizer.metrics import cer
-from training.tune_decoder import (
+from training.decoder.tune import (
     TuneGrid,
     checkpoint_sha256,
     held_out_log_probs,
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a labels.tsv folder also read with each tuned bundle (no tuning on it)")
     parser.add_argument("--as-written", action="store_true", help="references as written, not detokenized")
     parser.add_argument("--lm-weights", type=float, nargs="+", default=list(TuneGrid.lm_weights),
-                        help="the LM weights the tuning tries (training.tune_decoder.TuneGrid)")
+                        help="the LM weights the tuning tries (training.decoder.tune.TuneGrid)")
     parser.add_argument("--word-bonuses", type=float, nargs="+", default=list(TuneGrid.word_bonuses),
                         help="the word bonuses the tuning tries")
     parser.add_argument("--as-tuned", action="store_true",

@@ -3,7 +3,7 @@
 # augmentation (incl. loose margins and neighbouring-line fragments), time-budgeted, then ship the
 # best checkpoint back (as saved when it is under the device's 16 MB file limit, else as float16
 # weights, restored to float32 on arrival).
-# Data: IAM packed to 40 px in .devdata/iam40 (python training/pack_folder.py SRC DST --height 40),
+# Data: IAM packed to 40 px in .devdata/iam40 (python -m training.sources.pack_folder SRC DST --height 40),
 # carried to the device (ignored folder), with .whl/ holding the py3.12 wheels the device image lacks
 # (rapidfuzz, hershey-fonts: see the device README). Usage on the device: OUT=/dir bash benchmarks/gpu_train.sh MINUTES
 # Settings by environment variable (defaults = the 2026-11-30 run that made crnn-iam-2026.11.30c):

@@ -4,7 +4,7 @@ the same lines cut by their true polygons, their ratio, and seconds per page.
     PYTHONPATH=. python benchmarks/page_eval.py [--pages ../shared/data/stanford_memorials_1905_pages] [--json]
     PYTHONPATH=. python benchmarks/page_eval.py --pages ../shared/data/copiste_dun_jour/val --found kraken_xml/
 
-The scoring is ``training/page_evaluation.py``'s (``training/evaluate.py --pages`` runs the same): found lines
+The scoring is ``training/segmenter/page_evaluation.py``'s (``training/evaluate.py --pages`` runs the same): found lines
 are matched one-to-one to every true line; only handwritten true lines with text count (the Stanford pages'
 line types); a found line matched to a printed, typed or signature line is neither right nor wrong; an
 unmatched found line lying mostly outside every text block is ignored (the Copiste pages' printed notice).
@@ -21,7 +21,7 @@ import argparse
 from pathlib import Path
 
 from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
-from training.page_evaluation import add_page_arguments, run_and_print
+from training.segmenter.page_evaluation import add_page_arguments, run_and_print
 
 DEFAULT_PAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "stanford_memorials_1905_pages"
 

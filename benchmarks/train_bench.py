@@ -10,7 +10,7 @@ full forward + CTC loss + backward + RMSprop update. Prints lines/s for each and
 
 ``--shared-machine`` times the default CRNN alone and beside one competing busy process (a Python
 busy loop, like ``yes > /dev/null``), with torch's default threads (the baseline), 1 thread and
-``--threads auto`` (training/threads.py: follows the cores the other process leaves); each case runs
+``--threads auto`` (training/loop/threads.py: follows the cores the other process leaves); each case runs
 for ``--seconds`` in a fresh process, so auto's few seconds of finding out are counted.
 
 ``--layouts`` times the default CRNN (conv stages on channels-last activations,
@@ -34,8 +34,8 @@ from text_recognizer.data.lines import EncodedLines, collate_lines
 from text_recognizer.data.synthetic import SyntheticLines
 from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.models.channels_last import ChannelsLastConv2d
-from training.device import autocast
-from training.objective import compute_loss
+from training.loop.device import autocast
+from training.loop.objective import compute_loss
 
 
 def with_nchw_conv_stages(model: nn.Module) -> nn.Module:
@@ -74,7 +74,7 @@ def lines_per_second(kind: str, batches, steps: int, precision: str = "32", nchw
 
 def timed_for(seconds: float, batches, threads: str) -> float:
     """Lines/s of the default CRNN trained for ``seconds`` with ``--threads threads`` (after 2 warm-up steps)."""
-    from training.threads import ThreadGovernor, parse_threads
+    from training.loop.threads import ThreadGovernor, parse_threads
 
     torch.manual_seed(0)
     model = build_model(ModelConfig(num_classes=Codec().num_classes))

@@ -24,7 +24,7 @@ from text_recognizer.decoding.bundle import bundle_path, load_bundle, save_bundl
 from text_recognizer.export import ExportableRecognizer, _slide, export_onnx, export_recognizer, export_torchscript
 from text_recognizer.models import ModelConfig, build_model
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer
-from training.export_model import main as export_main
+from training.release.export_model import main as export_main
 
 ort = pytest.importorskip("onnxruntime")
 

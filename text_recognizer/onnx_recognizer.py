@@ -5,7 +5,7 @@ file's own metadata), it checks exports against PyTorch on real lines, and it is
 ``benchmarks/onnx_bench.py`` times. Only the network runs in ONNX Runtime; decoding is the same
 ``LineDecoder`` as PyTorch's, with the same decoder bundle (``text_recognizer.decoding.bundle``: language model,
 tuned beam settings, confidence calibration), so texts, word and character positions and calibrated
-confidences match ``LineRecognizer``'s, greedy or beam. ``training/export_model.py --format onnx``
+confidences match ``LineRecognizer``'s, greedy or beam. ``training/release/export_model.py --format onnx``
 writes the bundle beside the file (``model.onnx`` -> ``model.decoder.pt``). ``onnxruntime`` is an
 optional dependency (``pip install -r requirements-onnx.txt``); PyTorch stays the default everywhere.
 """

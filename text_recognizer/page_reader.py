@@ -184,7 +184,7 @@ def add_page_reader_arguments(parser, prefix: str = "") -> None:
     ``prefix`` (e.g. ``"with --page: "``): the CLI and the page evaluation name them the same way."""
     parser.add_argument("--segmenter", default=None,
                         help=f"{prefix}how lines are found: learned (the bundled network, the default), classical "
-                             "(no weights), or a segmenter weights file (training/train_segmenter.py's best.pt)")
+                             "(no weights), or a segmenter weights file (training/segmenter/train.py's best.pt)")
     parser.add_argument("--min-line-confidence", type=float, default=MIN_LINE_CONFIDENCE,
                         help=f"{prefix}found lines read with a lower confidence are left out (marks, not writing); "
                              "0 keeps every line")

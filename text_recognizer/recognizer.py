@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where --page-xml writes the transcribed files, and --page --format page|alto|pdf|hocr "
                              "its files")
     parser.add_argument("--onnx", type=Path, default=None,
-                        help="read with ONNX Runtime from this exported model (training/export_model.py --format onnx; "
+                        help="read with ONNX Runtime from this exported model (python -m training.release.export_model "
+                             "--format onnx; "
                              "needs requirements-onnx.txt) instead of PyTorch and --checkpoint")
     parser.add_argument("--device", default="cpu", help="torch device")
     add_decoder_arguments(parser)

@@ -5,7 +5,7 @@
 
 ``--pages`` reads the PAGE/ALTO folder's pages whole, as ``--page`` does (lines found by the segmenter, or taken
 from ``--found``'s files), and scores line detection, page CER and the true-polygon CER
-(``training/page_evaluation.py``; ``benchmarks/page_eval.py`` is the same).
+(``training/segmenter/page_evaluation.py``; ``benchmarks/page_eval.py`` is the same).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwar
 from text_recognizer.metrics import cer, line_cer, wer
 from text_recognizer.recognizer import LineRecognizer
 from text_recognizer.stem import oriented_size
-from training.page_evaluation import add_page_arguments
+from training.segmenter.page_evaluation import add_page_arguments
 
 
 def evaluate_folder(recognizer: LineRecognizer, folder: Path) -> dict:
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=16, help="lines per forward pass")
     parser.add_argument("--pages", action="store_true",
                         help="--data is a PAGE/ALTO folder: read its pages whole (segment, then read) and score "
-                             "line detection (P/R/F1), page CER and true-polygon CER (training/page_evaluation.py)")
+                             "line detection (P/R/F1), page CER and true-polygon CER "
+                             "(training/segmenter/page_evaluation.py)")
     add_page_arguments(parser)
     add_decoder_arguments(parser)
     args = parser.parse_args(argv)
@@ -123,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def evaluate_pages_main(args) -> int:
-    """``--pages``: the page evaluation of ``training/page_evaluation.py`` on ``--data``."""
-    from training.page_evaluation import run_and_print  # lxml, scipy: loaded when used
+    """``--pages``: the page evaluation of ``training/segmenter/page_evaluation.py`` on ``--data``."""
+    from training.segmenter.page_evaluation import run_and_print  # lxml, scipy: loaded when used
 
     def recognizer():
         return LineRecognizer(args.checkpoint, device=args.device, batch_size=args.batch_size, **decoder_kwargs(args))

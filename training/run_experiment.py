@@ -13,13 +13,12 @@ Under ``torchrun --nproc-per-node N training/run_experiment.py ...`` it trains w
 (README, "Scaling out").
 
 ``--resume`` continues the run in DIR with the configuration saved in its ``last.pt``; only the flags in
-``training.config.RESUME_OVERRIDES`` (budgets, logging, workers, device) may be given with other values,
+``training.loop.config.RESUME_OVERRIDES`` (budgets, logging, workers, device) may be given with other values,
 and each resume's changes are appended to ``DIR/config_overrides.jsonl``.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -28,38 +27,25 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.checks import DataCheckError
 from text_recognizer.data.download import DownloadError
 from text_recognizer.data.folder import DatasetFormatError
-from training import distributed
-from training.alphabet import resolve_alphabet, with_alphabet
-from training.checkpointing import saved_config
-from training.config import add_config_arguments, config_from_args, with_flags
-from training.run_setup import run_directory
-from training.run_state import TrainingError
-from training.trainer import fit
-
-
-def build_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="run_experiment.py",
-        description="Train a handwritten text-line recognizer (CRNN + CTC); best.pt / last.pt go to a run directory.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        epilog="--recipe NAME_OR_PATH runs a multi-stage recipe instead of one experiment, e.g. --recipe bundled "
-               "rebuilds the bundled model (training/recipe.py, docs/recipe.md; --recipe bundled --help for its "
-               "flags); "
-               "--finetune CHECKPOINT --data MY_LINES adapts a model to your lines with small-data defaults "
-               "(training/finetune.py, docs/finetuning.md; --finetune X --help for its flags)",
-    )
-    add_config_arguments(parser, suppress_defaults)
-    return parser
+from training.loop import distributed
+from training.loop.alphabet import resolve_alphabet, with_alphabet
+from training.loop.checkpointing import saved_config
+from training.loop.config import build_parser, config_from_args, with_flags
+from training.loop.run_setup import run_directory
+from training.loop.run_state import TrainingError
+from training.loop.trainer import fit
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(arg == "--recipe" or arg.startswith("--recipe=") for arg in argv):
-        from training import recipe  # its train stages call this main again, without --recipe
+        from training.recipe import runner as recipe  # its train stages call this main again, without --recipe
 
         return recipe.main(argv, train=main)
     if any(arg == "--finetune" or arg.startswith("--finetune=") for arg in argv):
-        from training import finetune  # a checked plan, then one experiment through train_planned below
+        from training.finetune import (
+            command as finetune,  # a checked plan, then one experiment through train_planned below
+        )
 
         return finetune.main(argv, train=train_planned)
     args = build_parser().parse_args(argv)
@@ -87,7 +73,7 @@ def resumed_config(config, argv: list[str]):
 
 
 def train_planned(config, codec, argv: list[str]) -> dict:
-    """One experiment for ``training/finetune.py``: ``config`` and ``codec`` as planned, or (``config`` None)
+    """One experiment for ``training/finetune/command.py``: ``config`` and ``codec`` as planned, or (``config`` None)
     the run that ``argv``'s ``--resume --run-dir`` names. Errors propagate to the caller."""
     try:
         if config is None:
@@ -103,7 +89,7 @@ def train_with_loggers(config, codec) -> dict:
     """``fit`` with the loggers the configuration asks for (W&B on rank 0)."""
     loggers = []
     if config.run.wandb and int(os.environ.get("RANK", "0")) == 0:  # under torchrun only rank 0 logs
-        from training.wandb_logger import WandbLogger
+        from training.experiments.wandb_logger import WandbLogger
 
         loggers.append(
             WandbLogger(project=config.run.wandb_project, group=config.run.group, num_samples=config.run.wandb_samples)

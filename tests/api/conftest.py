@@ -31,7 +31,7 @@ def fixture_lines() -> list[tuple[Path, str]]:
 def _recipe():
     from text_recognizer.codec import Codec
     from text_recognizer.models import ModelConfig
-    from training.config import DataConfig, ExperimentConfig, OptimConfig, RunConfig
+    from training.loop.config import DataConfig, ExperimentConfig, OptimConfig, RunConfig
 
     n = len(fixture_lines())
     # Plain overfitting: no augmentation (when this version of DataConfig has the switch).
@@ -58,7 +58,7 @@ def tiny_checkpoint(request, tmp_path_factory) -> Path:
     """A checkpoint that reads every fixture line exactly (trained once, ~1 min; cached in .pytest_cache)."""
     import torch
 
-    from training.trainer import fit
+    from training.loop.trainer import fit
 
     recipe = _recipe()
     key = hashlib.sha256(json.dumps(recipe.to_dict(), sort_keys=True).encode())

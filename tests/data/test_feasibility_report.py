@@ -15,7 +15,7 @@ from text_recognizer.data.checks import DataCheckError, check_records, report_ta
 from text_recognizer.data.folder import read_labels
 from text_recognizer.data.synthetic import render_line
 from text_recognizer.models.line_cnn import WindowGeometry
-from training.trainer import fit
+from training.loop.trainer import fit
 
 from ..training.helpers import tiny_config
 

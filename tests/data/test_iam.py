@@ -101,8 +101,8 @@ def test_missing_archives_message(tmp_path: Path, cache: Path) -> None:
 def test_run_experiment_data_iam(archives: Path, cache: Path) -> None:
     from text_recognizer.codec import Codec
     from text_recognizer.models.config import ModelConfig
-    from training.config import DataConfig
-    from training.data import build_datasets
+    from training.loop.config import DataConfig
+    from training.loop.data import build_datasets
 
     config = DataConfig(data=("iam",), iam_archives=str(archives), allow_unverified=True, iam_train_extra=True)
     datasets = build_datasets(config, Codec(), ModelConfig(), seed=0)

@@ -22,8 +22,8 @@ from text_recognizer.data.page import (
 )
 from text_recognizer.models.config import ModelConfig
 from text_recognizer.models.line_cnn import WindowGeometry
-from training.config import DataConfig
-from training.data import build_datasets
+from training.loop.config import DataConfig
+from training.loop.data import build_datasets
 
 BROKEN_LINES = [
     {"id": "empty", "text": "", "points": "600,40 900,40 900,100 600,100"},

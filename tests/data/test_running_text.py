@@ -15,7 +15,7 @@ from text_recognizer.data.running_text import (
 )
 from text_recognizer.decoding.bundle import arpa_text
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
-from training.build_lm import main
+from training.decoder.build_lm import main
 
 SPEECH = ("Fellow-Citizens of the Senate and House of Representatives: In meeting you again I feel much "
           "satisfaction in being able to repeat my congratulations on the favorable prospects which "

@@ -22,7 +22,7 @@ from text_recognizer.decoding.bundle import (
 from text_recognizer.decoding.lm_builder import build_arpa, read_texts
 from text_recognizer.decoding.word_lm import build_word_arpa
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
-from training.build_lm import main
+from training.decoder.build_lm import main
 
 CODEC = Codec(" abcdehlorstw")
 

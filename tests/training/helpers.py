@@ -6,8 +6,8 @@ from pathlib import Path
 
 from text_recognizer.codec import Codec
 from text_recognizer.models.config import ModelConfig
-from training.config import DataConfig, ExperimentConfig, OptimConfig, RunConfig
-from training.loggers import Logger
+from training.loop.config import DataConfig, ExperimentConfig, OptimConfig, RunConfig
+from training.loop.loggers import Logger
 
 TINY_MODEL = dict(
     height=32, cnn_channels=(8, 16), feature_dim=64, lstm_hidden=64, conv_blocks=1, lstm_layers=1, dropout=0.0

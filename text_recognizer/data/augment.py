@@ -10,7 +10,7 @@ geometry    width stretch -> slant (shear) + small rotation -> elastic warp -> s
 appearance  ink and paper (stroke grey level, paper tone, uneven light, texture, ruled lines)
             -> brightness/contrast -> blur -> noise -> JPEG artefacts
 
-It is for training only: ``training/data.py`` wraps the training set alone (``--augment``), never the
+It is for training only: ``training/loop/data.py`` wraps the training set alone (``--augment``), never the
 validation or test sets, and the stem is the same with or without it.
 
 Randomness: every parameter is drawn with ``torch.rand(..., generator=generator)`` (large noise

@@ -7,7 +7,7 @@ model, the confidence calibration and, optionally, a second set of both for read
 times (``three_readings``, ``text_recognizer.decoding.readings``). ``decoder_bundle_for`` is the one
 place that finds a checkpoint's own bundle: inside the checkpoint (``decoding.decoder``) if present, else
 in the file ``<checkpoint>.decoder.pt``. The LMs are built by ``text_recognizer.decoding.lm_builder``
-(command line: ``python -m training.build_lm``).
+(command line: ``python -m training.decoder.build_lm``).
 
 A bundle's LMs are of one language: its ``language`` field, an ISO 639-1 code (``"en"``, ``"fr"``). Bundles
 written before the field existed have none and are English (``bundle_language``). A model reads other

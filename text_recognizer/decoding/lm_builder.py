@@ -11,7 +11,7 @@ characters steer the search, words pick the winner.
 Text sources: a ``.txt`` file is one line of text per line; a folder (or a ``labels.tsv``) is a
 dataset folder whose IAM-tokenised labels are turned into natural spacing (``detokenize``), the
 spacing the recognizer outputs. Never build it from validation or test text. The command line is
-``python -m training.build_lm``.
+``python -m training.decoder.build_lm``.
 """
 
 from __future__ import annotations

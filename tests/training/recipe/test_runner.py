@@ -1,0 +1,227 @@
+"""Recipes (training/recipe*.py, ``text-recognizer-train --recipe``): the shipped bundled recipe is consistent and
+its dry run lists every stage; a tiny recipe (two train stages on the built-in synthetic lines, the second started
+from the first, then their mean) runs end to end through ``run_experiment.main``, a rerun skips what is done, a
+train stage whose run directory holds a ``last.pt`` continues with ``--resume``; malformed recipes are refused."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import torch
+
+from text_recognizer.checkpoint import load_checkpoint
+from training.recipe.load import load_recipe
+from training.recipe.plan import plan
+from training.recipe.spec import REPO, RecipeError
+from training.run_experiment import main
+
+from ..helpers import TINY_FLAGS
+
+TINY = shlex.join([*TINY_FLAGS, "--synthetic-train-lines", "8", "--synthetic-val-lines", "4", "--batch-size", "4",
+                   "--max-epochs", "10", "--lr-schedule", "none", "--warmup-steps", "0", "--checkpoint-every", "0",
+                   "--device", "cpu", "--threads", "1"])
+
+
+def tiny_recipe(path: Path, **replace: str) -> Path:
+    """Two train stages of a few steps each (the second from the first's best.pt), then their mean."""
+    text = f"""
+name: tiny
+variables:
+  steps: "2"
+stages:
+  - name: a
+    kind: train
+    note: from scratch
+    expected: {{minutes: 0.1, machine: "any CPU"}}
+    run_dir: runs/a
+    args: {TINY} --max-steps ${{steps}} --seed 0
+  - name: b
+    kind: train
+    note: continued from a
+    expected: {{minutes: 0.1, machine: "any CPU"}}
+    run_dir: runs/b
+    init_from: runs/a/best.pt
+    args: {TINY} --max-steps 2 --seed 1
+  - name: mean
+    kind: average
+    note: the mean of both
+    expected: {{minutes: 0.1, machine: "any CPU", estimate: true}}
+    inputs: [runs/a/best.pt, runs/b/best.pt]
+    outputs: [models/mean.pt]
+    args: runs/a/best.pt runs/b/best.pt --out models/mean.pt
+"""
+    for old, new in replace.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return path
+
+
+def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys):
+    recipe = load_recipe("bundled", tmp_path / "work")
+    names = [stage.name for stage in recipe.stages]
+    trains = [stage for stage in recipe.stages if stage.kind == "train"]
+    # 15 model-card stages (1 and 7 in two runs each) and their export, then stage 16 on the archives of data/ (#72),
+    # the mean that ships (crnn-latin-2026.12.06b), its decoder bundles and its export
+    assert len(trains) == 18 and names[names.index("export") + 1:] == [
+        "sources", "pack-sources40", "s16-archives", "s16-soup", "french-text-archives", "lm-fr-archives",
+        "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
+        "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives"]
+    # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
+    outside = (Path(recipe.variables["data"]), REPO.parent / "shared" / "data")
+    for stage in recipe.stages:
+        for item in stage.inputs:
+            made = any(item == out or out in item.parents for s in recipe.stages[: stage.index] for out in s.outputs)
+            assert made or any(root in item.parents for root in outside), (stage.name, item)
+    # The model card's "about 20.5 CPU-hours and 6.5 H200-minutes": the measured minutes of the train stages.
+    cpu = sum(s.expected[0].minutes for s in trains if "CPU" in s.expected[0].machine)
+    gpu = [s.expected[0] for s in trains if "H200" in s.expected[0].machine]
+    assert cpu == 1147 + 86 + 82 and [e.minutes for e in gpu] == [6.5]
+
+    data = tmp_path / "data"  # --set data=...: the folders the recipe reads, empty here (nothing runs)
+    for folder in ("iam/train", "iam/train_extra", "iam/val", "stanford_memorials_1905", "gw_washington_1755",
+                   "copiste_dun_jour/train", "copiste_dun_jour/val"):
+        (data / folder).mkdir(parents=True)
+    shared = REPO.parent / "shared" / "data"  # benchmarks/tta_probe.py reads it whatever data says
+    has_shared = all((shared / s).is_dir() for s in ("iam/val", "stanford_memorials_1905", "gw_washington_1755"))
+    code = main(["--recipe", "bundled", "--dry-run", "--recipe-dir", str(tmp_path / "work"), "--set", f"data={data}"])
+    out = capsys.readouterr().out
+    assert code == (0 if has_shared else 1)
+    for name in names:
+        assert f" {name} " in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,501" in out
+    assert "--max-steps 8224" in out and "done: 0 of 62 stages" in out
+    assert not (tmp_path / "work").exists()  # a dry run writes nothing
+
+
+def test_tiny_recipe_runs_end_to_end_and_a_rerun_skips_done_stages(tmp_path, capsys):
+    path, work = tiny_recipe(tmp_path / "tiny.yaml"), tmp_path / "work"
+    assert main(["--recipe", str(path), "--recipe-dir", str(work)]) == 0
+    out = capsys.readouterr().out
+    assert "[recipe] a: done" in out and "[recipe] b: done" in out and "[recipe] mean: done" in out
+    for name in ("a", "b", "mean"):
+        record = json.loads((work / ".recipe" / f"{name}.done.json").read_text())
+        assert record["stage"] == name and record["wall_seconds"] >= 0 and record["attempts"] == 1
+    config_b = json.loads((work / "runs/b/config.json").read_text())
+    assert config_b["run"]["init_from"] == str(work / "runs/a/best.pt")
+    a, b = (load_checkpoint(work / f"runs/{r}/best.pt") for r in "ab")
+    mean = load_checkpoint(work / "models/mean.pt")
+    for name, value in mean.model_state.items():
+        if value.is_floating_point():
+            expected = (a.model_state[name].double() + b.model_state[name].double()) / 2
+            torch.testing.assert_close(value, expected.to(value.dtype))
+
+    stamps = {p: p.stat().st_mtime_ns for p in work.rglob("*.pt")}
+    assert main(["--recipe", str(path), "--recipe-dir", str(work)]) == 0
+    out = capsys.readouterr().out
+    assert all(f"[recipe] {n}: done in" in out for n in ("a", "b", "mean")) and out.count("; skipped") == 3
+    assert {p: p.stat().st_mtime_ns for p in work.rglob("*.pt")} == stamps  # nothing ran again
+
+    (work / ".recipe/mean.done.json").unlink()  # --only: one stage, its inputs from the earlier runs on disk
+    assert main(["--recipe", str(path), "--recipe-dir", str(work), "--only", "mean"]) == 0
+    out = capsys.readouterr().out
+    assert "[recipe] mean: done in" in out and "[recipe] a:" not in out
+
+    assert main(["--recipe", str(path), "--recipe-dir", str(work), "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("  done in ") == 3
+
+    # A done stage's output removed to save disk matters only to a stage that still needs it.
+    (work / "models/mean.pt").unlink()
+    assert main(["--recipe", str(path), "--recipe-dir", str(work), "--dry-run"]) == 0
+    assert "(since removed: models/mean.pt)" in capsys.readouterr().out
+    (work / "runs/a/best.pt").unlink()
+    (work / ".recipe/mean.done.json").unlink()
+    assert main(["--recipe", str(path), "--recipe-dir", str(work), "--only", "mean"]) == 2
+    assert "runs/a/best.pt: stage a made it and is marked done, but it is gone: delete .recipe/a.done.json" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_train_stage_with_a_last_checkpoint_and_no_done_marker_continues_with_resume(tmp_path, capsys):
+    """What a stop leaves (Ctrl-C, SIGTERM, a crash after a checkpoint): last.pt in the run directory, no marker.
+    Here the stop is the run's own step budget; the rerun raises it (an override --resume allows) and continues."""
+    path, work = tiny_recipe(tmp_path / "tiny.yaml"), tmp_path / "work"
+    assert main(["--recipe", str(path), "--recipe-dir", str(work), "--until", "a"]) == 0
+    assert not (work / "runs/b").exists()
+    (work / ".recipe/a.done.json").unlink()
+    capsys.readouterr()
+
+    assert main(["--recipe", str(path), "--recipe-dir", str(work), "--dry-run", "--set", "steps=4"]) == 0
+    assert "to resume (--resume from its last.pt)" in capsys.readouterr().out
+    assert main(["--recipe", str(path), "--recipe-dir", str(work), "--until", "a", "--set", "steps=4"]) == 0
+    out = capsys.readouterr().out
+    assert "continuing it with --resume" in out and "resumed" in out
+    summary = json.loads((work / "runs/a/summary.json").read_text())
+    assert summary["steps"] == 4 and summary["stop_reason"] == "reached --max-steps 4"
+    history = (work / "runs/a/config_overrides.jsonl").read_text()
+    assert "--max-steps" in history
+    record = json.loads((work / ".recipe/a.done.json").read_text())
+    assert record["commands"][0].endswith("--resume")
+
+
+def test_a_fetch_stage_builds_its_font_folder_whole_and_keeps_one_already_there(tmp_path, capsys):
+    """The offline half of a fetch (fonts of an earlier folder, second copies of some); npm is not needed for it."""
+    fonts = tmp_path / "fonts29"
+    fonts.mkdir()
+    for name in ("allura", "caveat", "kalam"):
+        (fonts / f"{name}-latin-400-normal.woff").write_bytes(name.encode())
+    recipe = tmp_path / "fonts.yaml"
+    recipe.write_text(f"""
+name: fonts
+stages:
+  - name: mix
+    kind: fetch
+    note: two scripts twice as often
+    expected: {{minutes: 0.1, machine: "any CPU"}}
+    out: fonts_mix
+    files: 5
+    include: ["{fonts}"]
+    copies: [allura, kalam]
+""")
+    work = tmp_path / "work"
+    assert main(["--recipe", str(recipe), "--recipe-dir", str(work)]) == 0
+    made = sorted(p.name for p in (work / "fonts_mix").iterdir())
+    names = ["allura", "caveat", "copy2-allura", "copy2-kalam", "kalam"]
+    assert made == [f"{name}-latin-400-normal.woff" for name in names]
+    assert not (work / "fonts_mix.partial").exists()
+    (work / ".recipe/mix.done.json").unlink()  # e.g. a font folder shared by two work directories
+    assert main(["--recipe", str(recipe), "--recipe-dir", str(work)]) == 0
+    assert "is already there (fetched before): kept" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "replace, message",
+    [
+        ({"kind: average": "kind: averages"}, "unknown kind 'averages'"),
+        ({"    run_dir: runs/b\n": ""}, "missing field 'run_dir'"),
+        ({"--max-steps 2 --seed 1": "--max-steps ${stepz} --seed 1"}, "unknown variable ${stepz}"),
+        ({"inputs: [runs/a/best.pt, runs/b/best.pt]": "inputs: [runs/c/best.pt]"},
+         "runs/c/best.pt: made by no stage and not on disk"),
+        ({"init_from: runs/a/best.pt": "init_from: models/mean.pt"}, "is made by a later stage (mean)"),
+        ({"note: from scratch": "notes: from scratch"}, "missing field 'note'"),
+        ({"--max-steps 2 --seed 1": "--max-steps 2 --seed 1 --run-dir x"}, "the recipe gives these itself"),
+        ({"--max-steps 2 --seed 1": "--max-stepz 2 --seed 1"},
+         "stage b: run_experiment.py would refuse its args: unrecognized arguments: --max-stepz 2"),
+        ({"--max-steps 2 --seed 1": "--max-steps 2 --augment-p 1.5"}, "--augment-p must be a share in [0, 1]"),
+    ],
+)
+def test_malformed_recipes_are_refused_before_anything_runs(tmp_path, capsys, replace, message):
+    path, work = tiny_recipe(tmp_path / "tiny.yaml", **replace), tmp_path / "work"
+    assert main(["--recipe", str(path), "--recipe-dir", str(work)]) == 2
+    assert message in capsys.readouterr().err
+    assert not (work / "runs").exists()
+
+
+def test_unknown_names_on_the_command_line_are_refused(tmp_path, capsys):
+    path, work = tiny_recipe(tmp_path / "tiny.yaml"), str(tmp_path / "work")
+    assert main(["--recipe", str(path), "--recipe-dir", work, "--set", "data=/x"]) == 2
+    assert "recipe has no variable 'data' (variables: steps)" in capsys.readouterr().err
+    assert main(["--recipe", str(path), "--recipe-dir", work, "--until", "c"]) == 2
+    assert "no stage 'c' in recipe tiny (stages: a, b, mean)" in capsys.readouterr().err
+    assert main(["--recipe", "no-such-recipe", "--dry-run"]) == 2
+    assert "no recipe 'no-such-recipe' (shipped: bundled" in capsys.readouterr().err
+    with pytest.raises(RecipeError, match="--until and --only"):
+        plan(load_recipe(str(path), work), until="a", only="b")
