@@ -6,8 +6,9 @@
 Why: ``auto`` (``text_recognizer.decoding.language``) scores each line's greedy reading under every language's
 character LM and keeps the model's own language unless another beats it by ``AUTO_MARGIN`` log10 per character.
 The margin is a trade: too small and noisy readings of hard English hands go to French, too large and French
-lines stay English. Each argument is ``LANG=CACHE[:N]``: a cache of one language's lines (``decode_logits.py``'s
-or ``french_lm.py``'s, any dict with ``log_probs``), its first ``N`` lines only when given (a tuning half). Prints,
+lines stay English. Each argument is ``LANG=CACHE[:N]``: a cache of one language's lines
+(``python -m training.decoder cache``'s or ``french_lm.py``'s, any dict with ``log_probs``), its first ``N`` lines
+only when given (a tuning half). Prints,
 per margin, the lines read in the wrong language in each set. Needs ``<checkpoint>.decoder.pt`` and
 ``<checkpoint>.<lang>.decoder.pt`` beside the checkpoint.
 """

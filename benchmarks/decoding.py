@@ -1,21 +1,22 @@
-"""Beam search + LM vs greedy on cached logits: library comparison, tuning, calibration, report.
+"""Beam search + LMs against greedy on cached log-probabilities: libraries, CER per decoder, calibration.
 
-    PYTHONPATH=. python benchmarks/decode_logits.py --data ../shared/data/iam/val --out /tmp/lm/val.pt   # once per set
-    python -m training.decoder.build_lm --out /tmp/lm/default.decoder.pt                     # train + train_extra
-    PYTHONPATH=. python benchmarks/decoding.py --cache /tmp/lm --bundle /tmp/lm/default.decoder.pt \\
-        --bundle-out text_recognizer/artifacts/default.decoder.pt --report /tmp/lm/report.md
+    python -m training.decoder cache --checkpoint M --data ../shared/data/iam/val --out /tmp/lm/val.pt  # once per set
+    python -m training.decoder cache --checkpoint M --data ../shared/data/stanford_memorials_1905 \
+        --out /tmp/lm/stanford_memorials_1905.pt                                   # out-of-domain sets: optional
+    PYTHONPATH=. python benchmarks/decoding.py --checkpoint M --cache /tmp/lm --bundle BUNDLE --report /tmp/lm/r.md
 
-IAM val is sorted by file name and split in two: LM weight, word bonus and the confidence
-calibration are chosen on the first half ("tune"); CER and calibration are reported on the second
-half ("held") and on all of val. The out-of-domain sets are only measured. Times are decode-only
-seconds over the same lines in this process, printed as ratios against greedy.
+It only measures a bundle as it is (the one decoder tuner, ``python -m training.decoder tune``, chooses its
+settings and fits its calibration on the first half of IAM val by file name). Reported: decode time and CER
+of flashlight-text and pyctcdecode on the tuning half, as ratios against greedy; CER of greedy, beam without
+LM, beam with the character LM only and the bundle's full beam on the tuning half ("tune"), the other half
+("held") and all of val; and the bundle's calibration on the held-out half (ECE per level, word reliability,
+how well line confidence ranks lines, also on the out-of-domain sets). Times are decode-only seconds in this
+process.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import itertools
 import json
 import time
 from pathlib import Path
@@ -27,10 +28,11 @@ from text_recognizer.codec import Codec
 from text_recognizer.data.tokenization import detokenize
 from text_recognizer.decoding import calibration as cal
 from text_recognizer.decoding.beam import BeamOptions
-from text_recognizer.decoding.bundle import arpa_text, load_bundle, make_bundle, save_bundle
+from text_recognizer.decoding.bundle import load_bundle
 from text_recognizer.decoding.decoder import Geometry, LineDecoder, line_features
 from text_recognizer.metrics import cer
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+from training.decoder.lines import load_cache
 from training.decoder.tune import calibration_data
 
 OOD = ("stanford_memorials_1905", "gw_washington_1755")
@@ -38,9 +40,10 @@ GEOMETRY = Geometry(16, 4)  # positions are not scored here
 
 
 def load_set(cache: Path, name: str) -> dict:
-    data = torch.load(cache / f"{name}.pt")
-    data["natural"] = [detokenize(r) for r in data["references"]]
-    return data
+    """A cache (``training.decoder.lines``) as a dict, references also in natural spacing (``natural``)."""
+    lines = load_cache(cache / f"{name}.pt")
+    return {"files": lines.files, "references": lines.references, "log_probs": lines.log_probs,
+            "natural": [detokenize(r) for r in lines.references]}
 
 
 def decode_paths(decoder: LineDecoder, log_probs: list[torch.Tensor]) -> tuple[list[list[int]], float]:
@@ -109,28 +112,12 @@ def deciles(confidences: list[float], pairs: list[tuple[str, str]]) -> list[tupl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/lm"), help="folder of decode_logits.py outputs")
-    parser.add_argument("--bundle", type=Path, required=True,
-                        help="decoder bundle with the LM (python -m training.decoder.build_lm)")
-    parser.add_argument("--bundle-out", type=Path, default=None,
-                        help="write the bundle with tuned settings + calibration")
-    parser.add_argument("--report", type=Path, default=None, help="markdown report")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/lm"),
+                        help="folder of caches (python -m training.decoder cache): val.pt and out-of-domain sets")
+    parser.add_argument("--bundle", type=Path, required=True, help="the decoder bundle to measure")
+    parser.add_argument("--report", type=Path, default=None, help="markdown report (and .json beside it)")
     parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT,
-                        help="the model whose logits were cached (the bundle records its sha256)")
-    parser.add_argument("--weights", default="0.8,1.0,1.2,1.4", help="LM weights to try")
-    parser.add_argument("--bonuses", default="0.5,1.0,1.5,2.0,2.5", help="word bonuses to try")
-    parser.add_argument("--beam-width", type=int, default=8)
-    parser.add_argument("--word-lm-weights", default="0.2,0.3,0.4",
-                        help="word-LM weights in the whole-line re-scoring to try (if the bundle has a word LM)")
-    parser.add_argument("--word-lm-bonuses", default="1.0,1.5", help="re-scoring scores per word to try")
-    parser.add_argument("--oov-penalties", default="4.0,5.0,6.0", help="re-scoring penalties per unknown word to try")
-    parser.add_argument("--rescore-lm-weights", default="0.85",
-                        help="character-LM weights in the whole-line re-scoring to try")
-    parser.add_argument("--corrections", type=int, default=12,
-                        help="lexicon words tried per unknown word (0: no corrections)")
-    parser.add_argument("--blank-penalties", default="0,1.0,1.5,2.0",
-                        help="blank penalties to try last, with the other settings chosen (the grids above "
-                             "use the bundle's, or BeamOptions' default)")
+                        help="the model whose logits were cached")
     parser.add_argument("--train-text", nargs="*",
                         default=["../shared/data/iam/train", "../shared/data/iam/train_extra"],
                         help="text for pyctcdecode's word LM")
@@ -139,14 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     codec = load_checkpoint(args.checkpoint).codec  # the cached logits' model's alphabet
     bundle = load_bundle(args.bundle, codec)
+    options = BeamOptions.from_dict(bundle.get("beam"))
     val = load_set(args.cache, "val")
     n = len(val["files"])
-    assert val["files"] == sorted(val["files"])
     halves = {"tune": range(0, n // 2), "held": range(n // 2, n), "all": range(n)}
-    lps = [lp.float() for lp in val["log_probs"]]
-    refs = val["natural"]
+    lps, refs = val["log_probs"], val["natural"]
     report: list[str] = []
-    log = {}
+    log: dict = {"bundle": str(args.bundle), "settings": options.to_dict()}
 
     def sub(values, part):
         return [values[i] for i in halves[part]]
@@ -157,19 +143,18 @@ def main(argv: list[str] | None = None) -> int:
     g_paths, g_s = decode_paths(greedy, tune_lps)
     rows = [{"library": "greedy", "lm": "none", "beam": 1, "cer": score(tune_refs, texts(greedy, g_paths, tune_lps)),
              "seconds": g_s, "ratio": 1.0}]
-    for beam, w, b, use_lm in ((8, 0.0, 0.0, False), (8, 1.2, 1.5, True), (16, 1.2, 1.5, True)):
-        dec = LineDecoder(codec, "beam", bundle, use_lm=use_lm, beam_width=beam, lm_weight=w, word_bonus=b,
-                          word_lm_weight=0.0)
+    for beam, use_lm in ((8, False), (8, True), (options.beam_width, True)):
+        dec = LineDecoder(codec, "beam", bundle, use_lm=use_lm, beam_width=beam, lm_weight=options.lm_weight,
+                          word_bonus=options.word_bonus, word_lm_weight=0.0)
         paths, s = decode_paths(dec, tune_lps)
         rows.append({"library": "flashlight-text 0.0.7", "lm": "char 6-gram" if use_lm else "none", "beam": beam,
-                     "lm_weight": w, "word_bonus": b, "cer": score(tune_refs, texts(dec, paths, tune_lps)),
-                     "seconds": s, "ratio": s / g_s})
+                     "lm_weight": options.lm_weight if use_lm else 0.0, "word_bonus": options.word_bonus,
+                     "cer": score(tune_refs, texts(dec, paths, tune_lps)), "seconds": s, "ratio": s / g_s})
         print(rows[-1], flush=True)
     if not args.skip_pyctcdecode:
         from text_recognizer.decoding.lm_builder import read_texts
 
         rows += pyctcdecode_rows(codec, read_texts(args.train_text), tune_lps, tune_refs, g_s)
-        print(rows[-3:], flush=True)
     log["libraries"] = rows
     report += ["### Libraries (tuning half of IAM val, decode only, no model time)", "",
                "| library | LM | beam | LM weight | bonus | CER | decode s | x greedy |",
@@ -182,123 +167,78 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report.append(f"| {r['library']} | {r['note']} |")
 
-    # 2. tune LM weight x word bonus on the tuning half (character LM alone), then the word LM's re-ranking
-    grid = []
-    for w, b in itertools.product(map(float, args.weights.split(",")), map(float, args.bonuses.split(","))):
-        dec = LineDecoder(codec, "beam", bundle, beam_width=args.beam_width, lm_weight=w, word_bonus=b,
-                          word_lm_weight=0.0)
-        paths, s = decode_paths(dec, tune_lps)
-        grid.append((score(tune_refs, texts(dec, paths, tune_lps)), w, b))
-        print(f"tune w={w} b={b}: {100 * grid[-1][0]:.2f}%", flush=True)
-    best_cer, best_w, best_b = min(grid)
-    log["grid"] = grid
-    options = BeamOptions.from_dict(bundle.get("beam"), beam_width=args.beam_width, lm_weight=best_w,
-                                    word_bonus=best_b, word_lm_weight=0.0)  # the rest as the grid ran
-    report += ["", f"Grid (beam {args.beam_width}): best LM weight {best_w}, word bonus {best_b} "
-               f"({100 * best_cer:.2f}% on the tuning half).", ""]
-    if bundle.get("word_lm"):
-        word_grid = [(best_cer, 0.0, 0.0, 0.0, 0.0)]
-        for a, c, p, r in itertools.product(*(map(float, v.split(",")) for v in (
-                args.word_lm_weights, args.word_lm_bonuses, args.oov_penalties, args.rescore_lm_weights))):
-            dec = LineDecoder(codec, "beam", bundle, **{**options.to_dict(), "word_lm_weight": a, "word_lm_bonus": c,
-                                                        "oov_penalty": p, "rescore_lm_weight": r,
-                                                        "corrections": args.corrections})
-            paths, _ = decode_paths(dec, tune_lps)
-            word_grid.append((score(tune_refs, texts(dec, paths, tune_lps)), a, c, p, r))
-            print(f"tune word LM weight={a} bonus={c} oov={p} char LM={r}: {100 * word_grid[-1][0]:.2f}%", flush=True)
-        word_cer, a, c, p, r = min(word_grid)
-        log["word_grid"] = word_grid
-        options = BeamOptions(**{**options.to_dict(), "word_lm_weight": a, "word_lm_bonus": c, "oov_penalty": p,
-                                 "rescore_lm_weight": r, "corrections": args.corrections})
-        report += [f"Whole-line re-scoring grid ({args.corrections} lexicon corrections per unknown word): best "
-                   f"word-LM weight {a}, score per word {c}, penalty per unknown word {p}, character-LM weight {r} "
-                   f"({100 * word_cer:.2f}% on the tuning half; 0 weight: no re-scoring).", ""]
-
-    blank_grid = []
-    for q in map(float, args.blank_penalties.split(",")):
-        dec = LineDecoder(codec, "beam", bundle, **{**options.to_dict(), "blank_penalty": q})
-        paths, _ = decode_paths(dec, tune_lps)
-        blank_grid.append((score(tune_refs, texts(dec, paths, tune_lps)), q))
-        print(f"tune blank penalty={q}: {100 * blank_grid[-1][0]:.2f}%", flush=True)
-    blank_cer, q = min(blank_grid)
-    log["blank_grid"] = blank_grid
-    options = BeamOptions(**{**options.to_dict(), "blank_penalty": q})
-    report += [f"Blank penalty grid: best {q} ({100 * blank_cer:.2f}% on the tuning half).", ""]
-
-    # 3. CER on held-out half and all val; paths for calibration
+    # 2. CER per decoder on each half, with the bundle's settings
     decoders = {"greedy": greedy,
-                "beam (no LM)": LineDecoder(codec, "beam", bundle, use_lm=False, beam_width=args.beam_width),
+                "beam (no LM)": LineDecoder(codec, "beam", bundle, use_lm=False, beam_width=options.beam_width),
                 "beam (character LM only)": LineDecoder(codec, "beam", bundle,
                                                         **{**options.to_dict(), "word_lm_weight": 0.0}),
                 "beam": LineDecoder(codec, "beam", bundle, **options.to_dict())}
     all_paths = {name: decode_paths(dec, lps)[0] for name, dec in decoders.items()}
-    report += ["| decoder | tune half | held-out half | all val |", "|---|---|---|---|"]
+    report += ["", f"Settings: {options.to_dict()}", "", "| decoder | tune half | held-out half | all val |",
+               "|---|---|---|---|"]
     for name, dec in decoders.items():
         hyps = texts(dec, all_paths[name], lps)
         cells = [f"{100 * score(sub(refs, p), sub(hyps, p)):.2f}%" for p in ("tune", "held", "all")]
         report.append(f"| {name} | " + " | ".join(cells) + " |")
         log[f"cer_{name}"] = cells
 
-    # 4. calibration: fit on the tuning half, report on the held-out half (and OOD sets)
-    calibrations = {}
+    # 3. the bundle's calibration, measured on the held-out half (and the out-of-domain sets)
     ood = {name: load_set(args.cache, name) for name in OOD if (args.cache / f"{name}.pt").is_file()}
     for name in ("greedy", "beam"):
-        dec = decoders[name]
-        tune = calibration_data(dec.codec, sub(all_paths[name], "tune"), tune_lps, tune_refs)
-        fitted = {level: cal.fit(*tune[level]) for level in ("char", "word", "line")}
-        calibrations[name] = fitted
-        held = calibration_data(dec.codec, sub(all_paths[name], "held"), sub(lps, "held"), sub(refs, "held"))
-        report += ["", f"### Calibration, {name} (fit on the tuning half, measured on the held-out half)", ""]
-        for level in ("char", "word", "line"):
-            conf = [cal.apply(fitted[level], f) for f in held[level][0]]
-            ece = cal.expected_calibration_error(conf, held[level][1])
-            report.append(f"- {level}: ECE {ece:.4f} over {len(conf)} {level}s"
-                          + (" (outcome: 1 - line CER)" if level == "line" else ""))
-            log[f"ece_{name}_{level}"] = ece
-            if level == "word":
-                report += ["", "| word confidence | words | mean confidence | share exactly right |",
-                           "|---|---|---|---|"]
-                for row in cal.reliability_table(conf, held[level][1]):
-                    report.append(f"| {row['low']:.1f}-{row['high']:.1f} | {row['n']} | {row['confidence']:.3f} "
-                                  f"| {row['accuracy']:.3f} |")
-                report.append("")
-        # line confidence ranking: today's number vs the calibrated line confidence
-        report += ["", "| set | lines | CER | worst-10% / best-10% CER, today's confidence "
-                   "| same, new line confidence |",
-                   "|---|---|---|---|---|"]
-        sets = {"IAM val held-out half": (sub(all_paths[name], "held"), sub(lps, "held"), sub(refs, "held")),
-                "IAM val all": (all_paths[name], lps, refs)}
-        for set_name, data in ood.items():
-            o_lps = [lp.float() for lp in data["log_probs"]]
-            sets[set_name] = ([dec.path(lp) for lp in o_lps], o_lps, data["natural"])
-        for set_name, (paths, s_lps, s_refs) in sets.items():
-            d = calibration_data(dec.codec, paths, s_lps, s_refs)
-            # out-of-domain: spaces next to punctuation ignored (both sides detokenised), as in shared/data's README
-            pairs = d["line_cer"] if set_name.startswith("IAM") else [(r, detokenize(h)) for r, h in d["line_cer"]]
-            new = [cal.apply(fitted["line"], f) for f in d["line"][0]]
-            old_low, old_high, old_ratio = decile_ratio(d["old_line"], pairs)
-            low, high, ratio = decile_ratio(new, pairs)
-            total = cer([p[0] for p in pairs], [p[1] for p in pairs])
-            report.append(f"| {set_name} | {len(pairs)} | {100 * total:.2f}% | "
-                          f"{100 * old_low:.1f}% / {100 * old_high:.1f}% = "
-                          f"{old_ratio:.1f}x | {100 * low:.1f}% / {100 * high:.1f}% = {ratio:.1f}x |")
-            log[f"deciles_{name}_{set_name}"] = deciles(new, pairs)
-        report.append("")
-        report += ["CER by line-confidence decile (" + name + "): " + "; ".join(
-            f"{s}: " + ", ".join(f"{100 * c:.0f}%" for _, c in log[f'deciles_{name}_{s}']) for s in sets), ""]
+        fitted = (bundle.get("calibration") or {}).get(name)
+        if not fitted:
+            report += ["", f"### Calibration, {name}: the bundle has none", ""]
+            continue
+        report += calibration_report(name, decoders[name], fitted, all_paths[name], lps, refs, halves, ood, log)
 
-    if args.bundle_out:
-        out = make_bundle(arpa_text(bundle), codec, bundle["lm"]["order"], bundle["lm"]["source"],
-                          beam=options.to_dict(), calibration=calibrations, word_lm=bundle.get("word_lm"))
-        out["model_sha256"] = hashlib.sha256(args.checkpoint.read_bytes()).hexdigest()  # the cached logits' model
-        save_bundle(out, args.bundle_out)
-        print(f"bundle with tuned settings and calibration -> {args.bundle_out}")
     text = "\n".join(report)
     print(text)
     if args.report:
         args.report.write_text(text + "\n", encoding="utf-8")
         args.report.with_suffix(".json").write_text(json.dumps(log, indent=1, default=str), encoding="utf-8")
     return 0
+
+
+def calibration_report(name: str, dec: LineDecoder, fitted: dict, paths: list, lps: list, refs: list[str],
+                       halves: dict, ood: dict, log: dict) -> list[str]:
+    """ECE per level and word reliability on the held-out half; line-confidence ranking on every set."""
+    held = calibration_data(dec.codec, [paths[i] for i in halves["held"]], [lps[i] for i in halves["held"]],
+                            [refs[i] for i in halves["held"]])
+    report = ["", f"### Calibration, {name} (the bundle's, measured on the held-out half)", ""]
+    for level in ("char", "word", "line"):
+        conf = [cal.apply(fitted[level], f) for f in held[level][0]]
+        ece = cal.expected_calibration_error(conf, held[level][1])
+        report.append(f"- {level}: ECE {ece:.4f} over {len(conf)} {level}s"
+                      + (" (outcome: 1 - line CER)" if level == "line" else ""))
+        log[f"ece_{name}_{level}"] = ece
+        if level == "word":
+            report += ["", "| word confidence | words | mean confidence | share exactly right |", "|---|---|---|---|"]
+            for row in cal.reliability_table(conf, held[level][1]):
+                report.append(f"| {row['low']:.1f}-{row['high']:.1f} | {row['n']} | {row['confidence']:.3f} "
+                              f"| {row['accuracy']:.3f} |")
+            report.append("")
+    report += ["", "| set | lines | CER | worst-10% / best-10% CER, raw confidence | same, calibrated |",
+               "|---|---|---|---|---|"]
+    sets = {"IAM val held-out half": ([paths[i] for i in halves["held"]], [lps[i] for i in halves["held"]],
+                                      [refs[i] for i in halves["held"]]),
+            "IAM val all": (paths, lps, refs)}
+    for set_name, data in ood.items():
+        sets[set_name] = ([dec.path(lp) for lp in data["log_probs"]], data["log_probs"], data["natural"])
+    for set_name, (s_paths, s_lps, s_refs) in sets.items():
+        d = calibration_data(dec.codec, s_paths, s_lps, s_refs)
+        # out-of-domain: spaces next to punctuation ignored (both sides detokenised), as in shared/data's README
+        pairs = d["line_cer"] if set_name.startswith("IAM") else [(r, detokenize(h)) for r, h in d["line_cer"]]
+        new = [cal.apply(fitted["line"], f) for f in d["line"][0]]
+        old_low, old_high, old_ratio = decile_ratio(d["old_line"], pairs)
+        low, high, ratio = decile_ratio(new, pairs)
+        total = cer([p[0] for p in pairs], [p[1] for p in pairs])
+        report.append(f"| {set_name} | {len(pairs)} | {100 * total:.2f}% | "
+                      f"{100 * old_low:.1f}% / {100 * old_high:.1f}% = {old_ratio:.1f}x | "
+                      f"{100 * low:.1f}% / {100 * high:.1f}% = {ratio:.1f}x |")
+        log[f"deciles_{name}_{set_name}"] = deciles(new, pairs)
+    report += ["", f"CER by line-confidence decile ({name}): " + "; ".join(
+        f"{s}: " + ", ".join(f"{100 * c:.0f}%" for _, c in log[f"deciles_{name}_{s}"]) for s in sets), ""]
+    return report
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import time
 from pathlib import Path
 
@@ -36,35 +35,9 @@ from text_recognizer.decoding.beam import BeamOptions
 from text_recognizer.decoding.bundle import load_bundle, save_bundle
 from text_recognizer.decoding.decoder import LineDecoder, line_features
 from text_recognizer.metrics import cer
-from training.decoder.tune import (
-    TuneGrid,
-    checkpoint_sha256,
-    held_out_log_probs,
-    held_out_records,
-    path_text,
-    tune_bundle,
-)
-
-#: A page's text (and writer): the file name up to the text number.
-_TEXT_ID = re.compile(r"^(.*?\d+)(?:_.*)?$")
-
-
-def split_pages(val: Path, work: Path) -> dict[str, Path]:
-    """``work/tune`` and ``work/report``: links to the pages (XML and image) of alternate texts of ``val``."""
-    texts: dict[str, list[Path]] = {}
-    for xml in sorted(val.glob("*.xml")):
-        texts.setdefault(_TEXT_ID.match(xml.stem).group(1), []).append(xml)  # type: ignore[union-attr]
-    halves = {"tune": work / "tune", "report": work / "report"}
-    for folder in halves.values():
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.iterdir():
-            old.unlink()
-    for i, key in enumerate(sorted(texts)):
-        target = halves["tune" if i % 2 == 0 else "report"]
-        for xml in texts[key]:
-            for path in [xml, *(p for p in val.glob(f"{xml.stem}.*") if p.suffix != ".xml")]:
-                (target / path.name).symlink_to(path.resolve())
-    return halves
+from training.decoder.halves import split_by_text
+from training.decoder.lines import checkpoint_sha256, held_out_log_probs, held_out_records
+from training.decoder.tune import TuneGrid, path_text, tune_bundle
 
 
 def cached_half(checkpoint: Path, folder: Path, cache: Path, detokenized: bool) -> tuple[list, list[str]]:
@@ -117,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     codec = load_checkpoint(args.checkpoint, map_location="cpu").codec
     sha = checkpoint_sha256(args.checkpoint)
-    halves = split_pages(args.val, args.work)
+    halves = split_by_text(args.val, args.work)
     detok = not args.as_written
     data = {name: cached_half(args.checkpoint, folder, args.work / f"{name}.logprobs.pt", detok)
             for name, folder in halves.items()}

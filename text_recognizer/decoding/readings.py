@@ -12,7 +12,7 @@ beam decoder's 2x-greedy time budget, so one reading stays the default and three
 The averaged posteriors are smoother than one reading's, so the beam settings and the confidence
 calibration tuned on single readings would be off for them: a decoder bundle carries a second set for
 three readings, ``bundle["three_readings"] = {"shift": px, "beam": {...}, "calibration": {...}}``
-(``benchmarks/add_three_readings.py``). The copies keep the line's width, so the frames of the three
+(``python -m training.decoder tune --three-readings``). The copies keep the line's width, so the frames of the three
 readings line up and their log-probabilities can be averaged frame by frame.
 """
 
@@ -65,7 +65,7 @@ def bundle_for_readings(bundle: dict | None, readings: int, where: str) -> tuple
         return None, DEFAULT_SHIFT
     if readings not in available_readings(bundle):
         raise ValueError(f"{where}: its decoder bundle has no settings for three readings "
-                         "(benchmarks/add_three_readings.py adds them); use readings=1")
+                         "(python -m training.decoder tune --three-readings adds them); use readings=1")
     section = bundle[SECTION]
     return {**bundle, "beam": section["beam"], "calibration": section["calibration"]}, section["shift"]
 

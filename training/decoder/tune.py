@@ -1,21 +1,21 @@
-"""Re-tune a decoder bundle's beam settings and confidence calibration for a model, on a few held-out lines.
+"""Choose a decoder bundle's beam settings and fit its confidence calibration for a model, on labelled lines.
 
-    python -m training.decoder.tune --checkpoint best.pt --data HELD_OUT [HELD_OUT...] \\
-        [--bundle IN (default: best.decoder.pt)] [--out OUT (default: the same file)] [--detokenize]
+    python -m training.decoder tune --checkpoint best.pt --data HELD_OUT [HELD_OUT...] [--bundle IN] [--out OUT]
 
 Why: the beam settings (LM weight, word bonus, word-LM re-scoring, blank penalty) and the confidence
-calibration in a bundle were chosen for one model; a model fine-tuned on someone's own few hundred lines
-is more (or less) sure of itself, so the old settings weigh the LMs wrongly and its confidences are off.
-``benchmarks/decoding.py`` tunes the bundled model on half of IAM val; this is the small, fast version of
-its steps 2 and 4 for 10-100 held-out lines, in seconds to a few minutes on a laptop's CPU (40 lines of
-gw_washington_1755 with the bundled model's LMs: about 16 s on 2 cores):
+calibration in a bundle were chosen for one model; another model (a fine-tuned one, the next bundled one) is
+more (or less) sure of itself, so the old settings weigh the LMs wrongly and its confidences are off. This is
+the one tuner: fine-tuning calls it on its 10-100 held-out lines (seconds to a few minutes on a laptop's CPU;
+40 lines of gw_washington_1755 with the bundled model's LMs: about 16 s on 2 cores), and the bundled model's
+recipe on the first half of IAM val with a finer grid (``training/recipes/bundled.yaml``, stage ``tune``):
 
-1. the model is run once over the lines (``held_out_log_probs``, the recognizer's own preprocessing and
+1. the model runs once over the lines (``training.decoder.lines``: the recognizer's own preprocessing and
    batching, so the numbers are those reading sees); every setting after that only re-decodes them;
-2. settings are chosen one step at a time, as the benchmark does (not the whole product): LM weight x
-   word bonus (character LM alone), then the word LM's re-scoring weight x unknown-word penalty (when the
-   bundle has a word LM), then the blank penalty; each step starts from the bundle's own values, a small
-   beam (``TuneGrid.beam_width``) keeps it fast, and a tie keeps the earlier, more default setting;
+2. settings are chosen one step at a time (not the whole product): LM weight x word bonus (character LM
+   alone), then the word LM's re-scoring (its weight x the penalty per unknown word, and the score per word
+   and the character LM's weight there when the grid lists them), then the blank penalty; each step starts
+   from the bundle's own values, a small beam (``TuneGrid.beam_width``) keeps it fast, and a tie keeps the
+   earlier, more default setting;
 3. the chosen settings are kept only if they read the lines at least as well as the bundle's at the
    reading beam width (a handful of lines must not make things worse);
 4. the character, word and line confidence maps are fitted on the lines for greedy and beam decoding.
@@ -25,10 +25,7 @@ Fewer than ``MIN_LINES`` lines are too few to choose anything: the bundle is ret
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import itertools
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,14 +33,12 @@ from pathlib import Path
 
 import torch
 
-from text_recognizer.checkpoint import CheckpointError, load_checkpoint
+from text_recognizer.checkpoint import load_checkpoint
 from text_recognizer.codec import Codec
-from text_recognizer.data.folder import LineRecord, open_image, read_labels
-from text_recognizer.data.page import cut_layout_folder, is_layout_folder
-from text_recognizer.data.tokenization import detokenize
+from text_recognizer.data.folder import LineRecord
 from text_recognizer.decoding import calibration as cal
 from text_recognizer.decoding.beam import BeamOptions
-from text_recognizer.decoding.bundle import LanguageModelError, bundle_path, check_bundle, load_bundle, save_bundle
+from text_recognizer.decoding.bundle import LanguageModelError, check_bundle
 from text_recognizer.decoding.decoder import (
     LineDecoder,
     char_features,
@@ -51,27 +46,27 @@ from text_recognizer.decoding.decoder import (
     line_features,
     word_features,
 )
-from text_recognizer.line_batches import read_in_batches
 from text_recognizer.metrics import cer, line_cer
-from text_recognizer.normalization import normalizer
-from text_recognizer.recognizer import LineRecognizer
+from training.decoder.lines import checkpoint_sha256, held_out_log_probs
 
 #: Below this many lines nothing is tuned or fitted: a choice on 3 lines is noise.
 MIN_LINES = 5
 #: The levels of a decoder's confidence calibration (``text_recognizer.decoding.calibration``).
 LEVELS = ("char", "word", "line")
 #: The settings this module chooses (the others keep the bundle's values).
-TUNED = ("lm_weight", "word_bonus", "word_lm_weight", "oov_penalty", "blank_penalty")
+TUNED = ("lm_weight", "word_bonus", "word_lm_weight", "word_lm_bonus", "oov_penalty", "rescore_lm_weight",
+         "blank_penalty")
 
 
 @dataclass(frozen=True)
 class TuneGrid:
     """The values tried at each step, and the beam width while tuning.
 
-    Small on purpose: each value costs one decode of every line, and with tens of lines finer steps only
-    fit their noise. The bundle's own value of each setting is always tried first as well. The tuned
-    bundle keeps its reading beam width (the bundle's, or ``BeamOptions``' default); ``beam_width`` is
-    only the search width used to compare settings.
+    Small by default: each value costs one decode of every line, and with tens of lines finer steps only
+    fit their noise (the bundled model's recipe gives its own grid for 920 lines). The bundle's own value of
+    each setting is always tried first as well. ``beam_width`` is only the search width used to compare
+    settings; the tuned bundle reads at ``reading_beam_width`` (None: the bundle's own, or ``BeamOptions``'
+    default).
     """
 
     lm_weights: tuple[float, ...] = (0.6, 1.0, 1.4)
@@ -80,44 +75,24 @@ class TuneGrid:
     oov_penalties: tuple[float, ...] = (4.0, 6.0)
     blank_penalties: tuple[float, ...] = (0.0, 1.0, 2.0)
     beam_width: int = 8
+    #: Also tried in the word LM's re-scoring step, with each weight and penalty (empty: the bundle's value only).
+    word_lm_bonuses: tuple[float, ...] = ()
+    rescore_lm_weights: tuple[float, ...] = ()
+    #: Lexicon corrections per unknown word, while tuning and in the result (None: the bundle's).
+    corrections: int | None = None
+    reading_beam_width: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("lm_weights", "word_bonuses", "word_lm_weights", "oov_penalties", "blank_penalties"):
+        for name in ("lm_weights", "word_bonuses", "word_lm_weights", "oov_penalties", "blank_penalties",
+                     "word_lm_bonuses", "rescore_lm_weights"):
             values = getattr(self, name)
-            if isinstance(values, (str, bytes)) or not values:
+            if isinstance(values, (str, bytes)) or (not values and name not in ("word_lm_bonuses",
+                                                                               "rescore_lm_weights")):
                 raise ValueError(f"TuneGrid.{name} must be a non-empty sequence of numbers, got {values!r}")
-        BeamOptions(beam_width=self.beam_width)  # the same checks as reading: an integer >= 1
-
-
-@torch.inference_mode()
-def _recognizer_log_probs(recognizer: LineRecognizer, records: Sequence[LineRecord]) -> list[torch.Tensor]:
-    lines = [recognizer.preprocess(open_image(Path(record.path))) for record in records]
-    model, device = recognizer.model, recognizer.device
-
-    def log_probs_of(batch: torch.Tensor, widths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        # as LineRecognizer.predict_tensors does: the same batches, the same log-softmax
-        logits = model(batch.to(device), widths)  # (N, T, C)
-        return logits.float().log_softmax(-1).cpu(), model.output_lengths(widths)  # (N, T, C), (N,)
-
-    def keep(log_probs: torch.Tensor, stem_width: int, size: tuple[int, int] | None) -> torch.Tensor:
-        return log_probs  # (T, C) valid frames: decoded later, many times
-
-    return read_in_batches(lines, None, recognizer.batch_size, log_probs_of, keep)  # type: ignore[arg-type]
-
-
-def held_out_log_probs(checkpoint: str | Path, records: Sequence[LineRecord]) -> list[torch.Tensor]:
-    """The model's ``(frames, classes)`` float32 CPU log-probabilities of each line, in ``records`` order.
-
-    Why through ``LineRecognizer``: its preprocessing (stem, deslanting), width-sorted batching and
-    log-softmax are what reading will decode, so settings tuned on these are tuned for reading. The model
-    runs once; tuning then only re-decodes.
-    """
-    recognizer = LineRecognizer(checkpoint, decoder_bundle=False)
-    if recognizer.loss != "ctc":
-        raise ValueError(f"{checkpoint} was trained with loss {recognizer.loss!r}: only CTC models have beam "
-                         "settings to tune")
-    # cloned outside inference mode: the decoders change copies of them in place
-    return [log_probs.clone().contiguous() for log_probs in _recognizer_log_probs(recognizer, records)]
+        # the same checks as reading: integers >= 1 (>= 0 corrections)
+        BeamOptions(beam_width=self.beam_width, corrections=0 if self.corrections is None else self.corrections)
+        if self.reading_beam_width is not None:
+            BeamOptions(beam_width=self.reading_beam_width)
 
 
 def path_text(codec: Codec, raw: dict) -> str:
@@ -257,7 +232,8 @@ def tune_bundle(bundle: dict, codec: Codec, log_probs: Sequence[torch.Tensor], r
 
 def _choose(previous: BeamOptions, grid: TuneGrid, word_lm: bool,
             score: Callable[[BeamOptions], float]) -> BeamOptions:
-    """Settings chosen one step at a time at ``grid.beam_width``, as ``benchmarks/decoding.py`` does.
+    """Settings chosen one step at a time at ``grid.beam_width``: a coordinate search, one group of settings
+    that act together per step, cheaper than their product and as good on IAM val (fortieth session).
 
     Each step tries the current values first and then the grid's, in order, and moves only to a strictly
     lower CER, so a tie keeps the earlier, more default setting.
@@ -274,27 +250,30 @@ def _choose(previous: BeamOptions, grid: TuneGrid, word_lm: bool,
         return winner  # type: ignore[return-value]
 
     p = previous
+    fixed = {} if grid.corrections is None else {"corrections": grid.corrections}
     # 1. LM weight x word bonus, the character LM alone (the word LM's re-scoring off)
-    options = BeamOptions(**{**p.to_dict(), "beam_width": grid.beam_width, "word_lm_weight": 0.0})
+    options = BeamOptions(**{**p.to_dict(), **fixed, "beam_width": grid.beam_width, "word_lm_weight": 0.0})
     options = best(options, [{"lm_weight": w, "word_bonus": b} for w, b in
                              [(p.lm_weight, p.word_bonus), *itertools.product(grid.lm_weights, grid.word_bonuses)]])
-    # 2. the word LM's re-scoring: its weight x the penalty per unknown word (the penalty means nothing at weight 0)
+    # 2. the word LM's re-scoring: its weight x the penalty per unknown word (x its score per word and the
+    # character LM's weight there, when the grid has them); at weight 0 there is no re-scoring to set
     if word_lm:
-        candidates = []
+        candidates = [{"word_lm_weight": p.word_lm_weight, "oov_penalty": p.oov_penalty,
+                       "word_lm_bonus": p.word_lm_bonus, "rescore_lm_weight": p.rescore_lm_weight}]
         for a in (p.word_lm_weight, *grid.word_lm_weights):
-            penalties = (p.oov_penalty, *grid.oov_penalties) if a > 0 else (p.oov_penalty,)
-            candidates += [{"word_lm_weight": a, "oov_penalty": q} for q in penalties]
+            if a <= 0:
+                candidates.append({"word_lm_weight": a})
+                continue
+            candidates += [{"word_lm_weight": a, "oov_penalty": q, "word_lm_bonus": c, "rescore_lm_weight": r}
+                           for q, c, r in itertools.product((p.oov_penalty, *grid.oov_penalties),
+                                                            (p.word_lm_bonus, *grid.word_lm_bonuses),
+                                                            (p.rescore_lm_weight, *grid.rescore_lm_weights))]
         options = best(options, candidates)
     else:
         options = BeamOptions(**{**options.to_dict(), "word_lm_weight": p.word_lm_weight})  # no word LM: unused
     # 3. the blank penalty, with the rest chosen
     options = best(options, [{"blank_penalty": q} for q in (p.blank_penalty, *grid.blank_penalties)])
-    return BeamOptions(**{**options.to_dict(), "beam_width": p.beam_width})  # read at the reading width
-
-
-def checkpoint_sha256(checkpoint: str | Path) -> str:
-    """The sha256 a bundle records for its model (as the recognizer computes it to warn on a mismatch)."""
-    return hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
+    return BeamOptions(**{**options.to_dict(), "beam_width": grid.reading_beam_width or p.beam_width})
 
 
 def tune_for_checkpoint(checkpoint: Path, bundle: dict, records: Sequence[LineRecord],
@@ -312,19 +291,6 @@ def tune_for_checkpoint(checkpoint: Path, bundle: dict, records: Sequence[LineRe
     seconds = time.perf_counter() - start
     report.update(model_seconds=seconds - report["seconds"], seconds=seconds)
     return tuned, report
-
-
-def held_out_records(folders: Sequence[str | Path], detokenized: bool = False) -> list[LineRecord]:
-    """Labelled lines from dataset folders (``labels.tsv``) or PAGE/ALTO folders, texts in Unicode NFC
-    (``detokenized``: IAM-tokenised labels turned into natural spacing, for models that write it)."""
-    nfc = normalizer("NFC")
-    records: list[LineRecord] = []
-    for folder in map(Path, folders):
-        found = cut_layout_folder(folder).records if is_layout_folder(folder) else read_labels(folder)
-        for record in found:
-            text = nfc(record.text)
-            records.append(LineRecord(record.path, detokenize(text) if detokenized else text))
-    return records
 
 
 def format_report(report: dict) -> list[str]:
@@ -345,53 +311,6 @@ def format_report(report: dict) -> list[str]:
     return lines
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m training.decoder.tune",
-        description="Choose a decoder bundle's beam settings and fit its confidence calibration for a model, "
-                    "on held-out lines.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    parser.add_argument("--checkpoint", type=Path, required=True, help="the model (best.pt)")
-    parser.add_argument("--data", type=Path, nargs="+", required=True, metavar="HELD_OUT",
-                        help="folders of held-out lines: labels.tsv with images, or PAGE/ALTO pages; never lines "
-                             "the model was trained on")
-    parser.add_argument("--bundle", type=Path, default=None,
-                        help="decoder bundle with the LMs (default: <checkpoint>.decoder.pt)")
-    parser.add_argument("--out", type=Path, default=None, help="where the tuned bundle goes (default: --bundle)")
-    parser.add_argument("--detokenize", action="store_true",
-                        help="the labels are IAM-tokenised ('it 's'): turn them into natural spacing first, "
-                             "for a model that writes natural spacing")
-    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Exit status 0 with the bundle written, 2 with a message on a bad checkpoint, bundle or data."""
-    args = build_parser().parse_args(argv)
-    source = args.bundle or bundle_path(args.checkpoint)
-    out = args.out or source
-    try:
-        codec = load_checkpoint(args.checkpoint, map_location="cpu").codec
-        if not source.is_file():
-            raise LanguageModelError(f"no decoder bundle at {source}: build one with "
-                                     f"python -m training.decoder.build_lm --checkpoint {args.checkpoint} "
-                                     "(or give --bundle)")
-        bundle = load_bundle(source, codec)
-        if bundle.get("lm") is None:
-            raise LanguageModelError(f"{source} has no language model to tune for: build one with "
-                                     "python -m training.decoder.build_lm")
-        records = held_out_records(args.data, args.detokenize)
-        if not records:
-            raise ValueError(f"no labelled lines in {', '.join(map(str, args.data))}")
-        tuned, report = tune_for_checkpoint(args.checkpoint, bundle, records)
-        save_bundle(tuned, out)
-    except (CheckpointError, ValueError, OSError) as error:  # LanguageModelError and DatasetFormatError too
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print("\n".join(format_report(report)))
-    print(f"bundle -> {out}")
-    return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -483,7 +483,8 @@ def finish(run_dir: Path, parent_card: dict, bundle: dict | None) -> list[str]:
     """After training: stamp ``best.pt``'s card, measure parent vs fine-tuned on the held-out lines, and
     tune the decoder bundle there (``best.decoder.pt``)."""
     from text_recognizer.recognizer import LineRecognizer
-    from training.decoder.tune import checkpoint_sha256, format_report, tune_for_checkpoint
+    from training.decoder.lines import checkpoint_sha256
+    from training.decoder.tune import format_report, tune_for_checkpoint
 
     best = run_dir / "best.pt"
     if not best.is_file():

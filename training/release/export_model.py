@@ -67,7 +67,7 @@ def tuned_bundle(source: Path, explicit: Path | None) -> dict | None:
     if tuned_for == source_sha:
         return bundle
     why = (f"decoder bundle {path} was tuned for the model with sha256 {tuned_for}, not {source} ({source_sha}); "
-           "rerun benchmarks/decoding.py for it" if tuned_for else
+           "re-tune it for this one: python -m training.decoder tune" if tuned_for else
            f"decoder bundle {path} does not record which model it was tuned for")
     if explicit is not None:
         raise ValueError(why)
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="checkpoint: a serving checkpoint for this package; torchscript / onnx: a model "
                              "that runs without it (onnx needs requirements-onnx.txt)")
     parser.add_argument("--decoder-bundle", type=Path, default=None,
-                        help="decoder bundle tuned for SOURCE (benchmarks/decoding.py --bundle-out), written beside "
+                        help="decoder bundle tuned for SOURCE (python -m training.decoder tune), written beside "
                              "TARGET and re-stamped for it; default: SOURCE's own .decoder.pt if there is one")
     parser.add_argument("--language-bundle", action="append", default=[], metavar="XX=BUNDLE",
                         help="another language's decoder bundle tuned for SOURCE (e.g. fr=best.fr.decoder.pt), "

@@ -1,4 +1,4 @@
-"""tune_decoder.py: beam settings and calibration re-tuned for a model on held-out lines, with the bundled
+"""training.decoder.tune: beam settings and calibration re-tuned for a model on held-out lines, with the bundled
 model, the fixture line images and a small LM built here."""
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from text_recognizer.decoding.bundle import LanguageModelError, load_bundle, mak
 from text_recognizer.decoding.lm_builder import LanguageModelSpec, build_decoder_bundle
 from text_recognizer.metrics import cer
 from text_recognizer.recognizer import DEFAULT_CHECKPOINT, LineRecognizer
+from training.decoder.lines import held_out_log_probs
 from training.decoder.tune import (
     MIN_LINES,
     TUNED,
     TuneGrid,
     _choose,
-    held_out_log_probs,
-    main,
     tune_bundle,
     tune_for_checkpoint,
 )
@@ -118,30 +117,3 @@ def test_a_bundle_without_a_language_model_is_refused(setup):
     empty = make_bundle(None, setup["codec"], None, "none")
     with pytest.raises(LanguageModelError, match="no language model"):
         tune_bundle(empty, setup["codec"], setup["log_probs"], [r.text for r in setup["records"]], setup["sha"])
-
-
-def test_cli_writes_the_tuned_bundle(setup, tmp_path, capsys):
-    source, out = save_bundle(setup["bundle"], tmp_path / "in.decoder.pt"), tmp_path / "out.decoder.pt"
-    assert main(["--checkpoint", str(DEFAULT_CHECKPOINT), "--data", str(LINES), "--bundle", str(source),
-                 "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert f"{len(setup['records'])} held-out lines" in printed and "CER greedy" in printed and str(out) in printed
-    assert load_bundle(out, setup["codec"])["model_sha256"] == setup["sha"]
-
-
-def test_cli_refuses_bad_input_with_exit_2(setup, tmp_path, capsys):
-    bundle = save_bundle(setup["bundle"], tmp_path / "in.decoder.pt")
-    empty_folder = tmp_path / "empty"
-    empty_folder.mkdir()
-    (empty_folder / "labels.tsv").write_text("file\ttext\n", encoding="utf-8")
-    args = ["--checkpoint", str(DEFAULT_CHECKPOINT), "--out", str(tmp_path / "out.decoder.pt")]
-    assert main([*args, "--data", str(empty_folder), "--bundle", str(bundle)]) == 2
-    assert "error: no labelled lines" in capsys.readouterr().err
-
-    no_lm = save_bundle(make_bundle(None, setup["codec"], None, "none"), tmp_path / "no_lm.decoder.pt")
-    assert main([*args, "--data", str(LINES), "--bundle", str(no_lm)]) == 2
-    assert "has no language model" in capsys.readouterr().err
-
-    assert main([*args, "--data", str(LINES), "--bundle", str(tmp_path / "missing.decoder.pt")]) == 2
-    assert "error: no decoder bundle" in capsys.readouterr().err
-    assert not (tmp_path / "out.decoder.pt").exists()
