@@ -6,7 +6,17 @@ import math
 
 import pytest
 
-from text_recognizer.decoding.ngram import BOS, EOS, UNK, estimate_kneser_ney, write_arpa
+from text_recognizer.decoding.ngram import (
+    BOS,
+    EOS,
+    UNK,
+    estimate_kneser_ney,
+    format_arpa,
+    interpolate,
+    parse_arpa,
+    query,
+    write_arpa,
+)
 
 SENTENCES = [list("the|cat|sat"), list("the|hat"), list("a|cat|ate|the|mat"), list("that")]
 
@@ -99,3 +109,43 @@ def test_pruned_model_is_read_by_kenlm(tmp_path) -> None:
 def test_bad_min_count(min_count) -> None:
     with pytest.raises(ValueError, match="min_count"):
         estimate_kneser_ney(SENTENCES, 2, min_count=min_count)
+
+
+OTHER = [list("the|dog|ran"), list("a|dog|and|a|zebra"), list("quiz")]
+
+
+def test_parse_arpa_reads_back_what_format_arpa_writes() -> None:
+    tables = estimate_kneser_ney(SENTENCES, 4)
+    back = parse_arpa(format_arpa(tables))
+    assert [set(t) for t in back] == [set(t) for t in tables]
+    for table, again in zip(tables, back):
+        for gram, (logp, backoff) in table.items():
+            assert again[gram] == pytest.approx((logp, backoff), abs=1e-6)
+    with pytest.raises(ValueError, match="declares"):
+        parse_arpa(format_arpa(tables).replace("ngram 2=", "ngram 2=1"))
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.3, 1.0])
+def test_interpolation_sums_to_one_and_mixes_the_two_models(weight: float) -> None:
+    base, other = estimate_kneser_ney(SENTENCES, 3), estimate_kneser_ney(OTHER, 3)
+    mixed = interpolate(base, other, weight)
+    vocab = sorted({tok for s in SENTENCES + OTHER for tok in s}) + [EOS, UNK]
+    histories = {()} | {gram[:-1] for table in mixed for gram in table if len(gram) > 1} | {("z", "q")}
+    for history in histories:
+        assert sum(prob(mixed, history, w) for w in vocab) == pytest.approx(1.0, abs=1e-9), history
+    for gram in [("t", "h", "e"), ("d", "o", "g"), ("|", "z"), ("q",)]:  # each model's own n-grams, and neither's
+        expected = sum(share * 10 ** query(tables, gram) for share, tables in ((1 - weight, base), (weight, other))
+                       if (gram[-1],) in tables[0])  # a model gives a word it never saw nothing
+        assert 10 ** query(mixed, gram) == pytest.approx(expected, rel=1e-9)
+
+
+def test_an_interpolated_model_is_read_by_kenlm(tmp_path) -> None:
+    from flashlight.lib.text.decoder.kenlm import KenLM
+    from flashlight.lib.text.dictionary import Dictionary
+
+    mixed = interpolate(estimate_kneser_ney(SENTENCES, 3), estimate_kneser_ney(OTHER, 3), 0.2)
+    path = write_arpa(mixed, tmp_path / "mixed.arpa")
+    tokens = sorted({tok for s in SENTENCES + OTHER for tok in s})
+    lm = KenLM(str(path), Dictionary(tokens))
+    _, score = lm.score(lm.start(False), tokens.index("z"))
+    assert score == pytest.approx(math.log10(prob(mixed, (BOS,), "z")), abs=1e-4)

@@ -241,7 +241,8 @@ def warn_if_tuned_for_another(bundle: dict, model_sha256: Callable[[], str | Non
     tuned_for = bundle.get("model_sha256")
     if tuned_for and tuned_for != model_sha256():
         warnings.warn(f"the decoder bundle of {model} was tuned and calibrated for another model: confidences and "
-                      "LM settings may be off; re-tune it: python -m training.decoder tune (docs/decoding.md)", stacklevel=4)
+                      "LM settings may be off; re-tune it: python -m training.decoder tune (docs/decoding.md)",
+                      stacklevel=4)
 
 
 def _stored_bytes(stored: bytes | torch.Tensor, where: str) -> bytes:

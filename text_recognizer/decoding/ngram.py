@@ -172,3 +172,88 @@ def write_arpa(tables: list[NgramTable], path: str | Path) -> Path:
     path = Path(path)
     path.write_text(format_arpa(tables), encoding="utf-8")
     return path
+
+
+def parse_arpa(text: str) -> list[NgramTable]:
+    """ARPA text -> per order ``{ngram: (log10 prob, log10 back-off)}``, the tables ``query`` reads.
+
+    Why: extending a model's language model with a user's text (``interpolate``) needs the model's n-grams,
+    and a bundle keeps them only as ARPA text. A missing back-off is 0 (log10 1), as ARPA readers take it.
+    """
+    tables: list[NgramTable] = []
+    declared: list[int] = []
+    section = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        if line == "\\data\\":
+            continue
+        if line.startswith("ngram ") and section == 0:
+            declared.append(int(line.split("=", 1)[1]))
+            continue
+        if line.endswith("-grams:") and line.startswith("\\"):
+            section = int(line[1:].split("-", 1)[0])
+            if section != len(tables) + 1:
+                raise ValueError(f"ARPA line {number}: the {section}-grams come out of order")
+            tables.append({})
+            continue
+        if line == "\\end\\":
+            break
+        if section == 0:
+            raise ValueError(f"ARPA line {number}: {line[:40]!r} before any n-gram section")
+        fields = line.split()
+        if len(fields) not in (section + 1, section + 2):
+            raise ValueError(f"ARPA line {number}: expected a {section}-gram, got {line[:60]!r}")
+        backoff = float(fields[section + 1]) if len(fields) == section + 2 else 0.0
+        tables[section - 1][tuple(fields[1 : section + 1])] = (float(fields[0]), backoff)
+    if not tables or [len(t) for t in tables] != declared:
+        raise ValueError(f"ARPA text: the header declares {declared} n-grams per order, the sections hold "
+                         f"{[len(t) for t in tables]}")
+    return tables
+
+
+def interpolate(base: Sequence[NgramTable], other: Sequence[NgramTable], weight: float) -> list[NgramTable]:
+    """The static linear interpolation ``(1 - weight) * base + weight * other`` as one back-off model.
+
+    Why: a fine-tuned model should read its user's texts better without forgetting what its parent's
+    language model knew; mixing probabilities keeps every n-gram of both. For every n-gram of either model
+    the mixed probability is the weighted mean of what each model gives it (with its own back-off where it
+    lacks the n-gram; nothing where it never saw the word); each context's back-off weight is then renormalised, as ``prune`` does, so that its
+    distribution sums to one again. ``<s>`` keeps its ``-99``.
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be in [0, 1], got {weight!r}")
+    order = max(len(base), len(other))
+
+    def p(tables: Sequence[NgramTable], gram: tuple[str, ...]) -> float:
+        # a word a model never saw is part of its <unk>: it gives that word itself nothing, so that each
+        # model's distribution over the union of the two vocabularies (and <unk>) still sums to one
+        return 10 ** query(tables, gram) if (gram[-1],) in tables[0] else 0.0
+
+    mixed: list[NgramTable] = []
+    for n in range(1, order + 1):
+        grams = set(base[n - 1] if n <= len(base) else ()) | set(other[n - 1] if n <= len(other) else ())
+        table: NgramTable = {}
+        for gram in grams:
+            if gram == (BOS,):
+                table[gram] = (-99.0, 0.0)
+                continue
+            mix = (1 - weight) * p(base, gram) + weight * p(other, gram)
+            table[gram] = (math.log10(max(mix, 1e-99)), 0.0)
+        mixed.append(table)
+        if n == 1:
+            continue
+        kept_mass: dict[tuple[str, ...], float] = defaultdict(float)
+        lower_mass: dict[tuple[str, ...], float] = defaultdict(float)
+        for gram, (logp, _) in table.items():
+            kept_mass[gram[:-1]] += 10 ** logp
+            lower_mass[gram[:-1]] += 10 ** query(mixed[: n - 1], gram[1:])
+        lower = mixed[n - 2]
+        for context in kept_mass:
+            if context not in lower:  # a prefix every ARPA file has; add it with the lower order's probability
+                lower[context] = (query(mixed[: n - 1], context), 0.0)
+            free = max(1.0 - kept_mass[context], 1e-12)
+            free_lower = max(1.0 - lower_mass[context], 1e-12)
+            lower[context] = (lower[context][0], math.log10(free / free_lower))
+    return mixed

@@ -14,10 +14,14 @@ defaults chosen for a few hundred lines (``finetune_defaults``; benchmarks/resul
 - without ``--val-data``, 10% of the lines are held out (seeded; whole pages for PAGE/ALTO folders) to choose
   ``best.pt`` and to report on; the split is written to ``<run>/finetune/`` so it can be checked and reused;
 - ``--replay DIR`` mixes lines the parent was trained on (e.g. IAM) into every epoch, so it forgets less;
-- the decoder follows: ``--lm-text`` builds language models from the user's texts plus the training lines and
-  re-tunes the beam settings and calibration on the held-out lines (``training/decoder/tune.py``); without it,
-  a parent bundle is carried over and re-tuned when the alphabet did not change. It lands as
-  ``best.decoder.pt``, so ``--decoder beam`` works at once;
+- the decoder keeps what the parent knew: every decoder bundle of the parent (each language) travels; the one
+  of the lines' language (``--language``, else detected among the parent's) has the training lines and
+  ``--lm-text`` mixed into its language models (``training/decoder/extend.py``), and its beam settings and
+  calibration are re-tuned on the held-out lines (``training/decoder/tune.py``). It lands as
+  ``best.decoder.pt`` (the others as ``best.<xx>.decoder.pt``), so ``--decoder beam`` reads that language at
+  once;
+- the end compares parent and fine-tuned model on the held-out lines, greedy and beam; a fine-tuned model that
+  is not better is said to be so, and ``<run>/finetune/verdict.json`` names the parent as the one to use;
 - ``best.pt``'s card names its parent (file, sha256, version, licence) and the data, and its licence is the
   chain: the parent's terms plus ``--data-licence``.
 
@@ -37,7 +41,7 @@ import math
 import random
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -48,11 +52,20 @@ from text_recognizer.data.checks import DataCheckError, DataReport, check_record
 from text_recognizer.data.folder import DatasetFormatError, LineRecord, read_labels
 from text_recognizer.data.page import cut_layout_folder, is_layout_folder
 from text_recognizer.data.tokenization import detokenize
-from text_recognizer.decoding.bundle import bundle_path, decoder_bundle_for, save_bundle
+from text_recognizer.decoding.bundle import (
+    bundle_language,
+    bundle_path,
+    decoder_bundle_for,
+    language_bundle_paths,
+    load_bundle,
+    save_bundle,
+)
+from text_recognizer.decoding.language import check_language, described
 from text_recognizer.decoding.lm_builder import LanguageModelSpec, build_decoder_bundle, read_texts
 from text_recognizer.metrics import cer
 from text_recognizer.models.line_cnn import WindowGeometry
 from text_recognizer.normalization import normalizer
+from training.decoder.extend import detect_language, extend_bundle, rebased
 from training.loop.alphabet import alphabet_from_texts, describe, describe_new_rows, read_charset, write_charset
 from training.loop.config import ExperimentConfig, add_config_arguments, with_flags
 from training.loop.run_setup import LOG_ROOT
@@ -74,8 +87,10 @@ VALIDATIONS = 10
 TRAINING_ONLY_MODEL_FLAGS = ("model.dropout", "model.stochastic_depth", "model.stochastic_depth_mode",
                              "model.stochastic_depth_start")
 SPLIT_DIR = "finetune"
+#: The bundle of the user's language before tuning, in ``SPLIT_DIR`` (the others: ``untuned.<xx>.decoder.pt``).
+UNTUNED = "untuned.decoder.pt"
 #: This command's own flags (dropped from a ``--resume``'s command line, which names a plain run).
-OWN_FLAGS = ("--finetune", "--lm-text", "--replay", "--replay-lines", "--data-licence", "--dry-run")
+OWN_FLAGS = ("--finetune", "--lm-text", "--language", "--replay", "--replay-lines", "--data-licence", "--dry-run")
 
 
 @dataclass
@@ -225,8 +240,8 @@ def write_split(folder: Path, records: Sequence[LineRecord]) -> Path:
 
 @dataclass
 class Plan:
-    """A checked fine-tuning run: its configuration and codec, the held-out lines, the decoder bundle to
-    tune (or None) and what the card says."""
+    """A checked fine-tuning run: its configuration and codec, the held-out lines, the decoder bundles to
+    carry over (the first, of the user's language, is re-tuned at the end) and what the card says."""
 
     config: ExperimentConfig
     codec: Codec
@@ -234,7 +249,7 @@ class Plan:
     parent_path: Path
     train: list[LineRecord]  # the user's training lines and any replayed ones
     held_out: list[LineRecord]
-    bundle: dict | None
+    bundles: dict[str, dict]  # language -> bundle to carry over, the user's language (tuned at the end) first
     card: dict
     report: list[str]
 
@@ -252,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--lm-text", nargs="+", default=[], metavar="FILE_OR_FOLDER",
                        help="your texts (.txt files, folders of them, or labels.tsv folders) for the language "
                             "models; the training lines are added; never put held-out lines here")
+    group.add_argument("--language", default=None, metavar="XX",
+                       help="the language of your lines (ISO 639-1, e.g. fr): its language models are extended with "
+                            "your texts and lead the fine-tuned model's beam search (default: detected from the "
+                            "lines among the parent's languages)")
     group.add_argument("--replay", nargs="+", default=[], metavar="DIR",
                        help="labels.tsv folders of lines the parent learned from (e.g. IAM train), mixed in so "
                             "the model forgets less")
@@ -377,26 +396,66 @@ def _replay(args: argparse.Namespace, parent: Checkpoint, codec: Codec, normaliz
     return replay
 
 
+def _parent_bundles(parent: Checkpoint, parent_path: Path) -> dict[str, dict]:
+    """Every decoder bundle of the parent, language -> bundle, its own (primary) one first."""
+    found: dict[str, dict] = {}
+    primary = decoder_bundle_for(parent_path, parent.decoding.decoder or None, parent.codec)
+    if primary is not None:
+        found[bundle_language(primary)] = primary
+    for language, path in language_bundle_paths(parent_path).items():
+        found.setdefault(language, load_bundle(path))
+    return found
+
+
+def _user_language(args: argparse.Namespace, bundles: Mapping[str, dict], texts: Sequence[str],
+                   report: list[str]) -> str | None:
+    """``--language``, else the parent's language whose character LM suits the lines best (``None``: no
+    bundle to choose among and none asked for)."""
+    if args.language:
+        return check_language(args.language)
+    if len(bundles) > 1:
+        language = detect_language(texts, bundles)
+        report.append(f"language of the lines: {described(language)} (detected among the parent's "
+                      f"{', '.join(bundles)}; --language changes it)")
+        return language
+    return next(iter(bundles), None)
+
+
 def _decoder(args: argparse.Namespace, parent: Checkpoint, parent_path: Path, codec: Codec,
-             train: Sequence[LineRecord], report: list[str]) -> tuple[dict | None, str]:
-    """(bundle to tune, note): built from ``--lm-text``, else the parent's when the alphabet is unchanged."""
-    bundle, lm_note = None, "none (greedy decoding only; --lm-text builds one)"
-    if args.lm_text:
-        texts = read_lm_texts(args.lm_text) + [r.text for r in train]
+             train: Sequence[LineRecord], held_out: Sequence[LineRecord],
+             report: list[str]) -> tuple[dict[str, dict], str]:
+    """(bundles to carry over, user's language first; note). Every bundle of the parent travels (``rebased``
+    to a grown alphabet); the one of the user's language has the training lines and ``--lm-text`` mixed into
+    its LMs (``training.decoder.extend``). A language the parent has no bundle for gets one built from them."""
+    parents = _parent_bundles(parent, parent_path)
+    texts = read_lm_texts(args.lm_text) + [r.text for r in train]
+    language = _user_language(args, parents, [r.text for r in train], report)
+    source = f"{', '.join(args.lm_text)} + " if args.lm_text else ""
+    source += f"the {len(train)} training lines"
+    bundles: dict[str, dict] = {}
+    notes = []
+    if language is not None and language not in parents:
         spec = LanguageModelSpec()
-        source = f"{', '.join(args.lm_text)} + the {len(train)} training lines"
-        bundle, _ = build_decoder_bundle(texts, codec, spec, source)
-        chars = sum(len(t) for t in texts)
-        lm_note = (f"built from {source}: {len(texts):,} lines, {chars:,} characters (character {spec.order}-gram"
-                   + (f", word {spec.word_order}-gram" if spec.word_order else "") + ")")
-    else:
-        inherited = decoder_bundle_for(parent_path, parent.decoding.decoder or None, parent.codec)
-        if inherited is not None and codec.charset == parent.codec.charset:
-            bundle, lm_note = dict(inherited), "the parent's language models (settings re-tuned here)"
-        elif inherited is not None:
-            lm_note = "none: the parent's language models do not cover the new characters (give --lm-text)"
+        bundles[language], _ = build_decoder_bundle(texts, codec, spec, source, language=language)
+        notes.append(f"{described(language)}: built from {source} ({len(texts):,} lines; the parent has none)")
+    for code, bundle in parents.items():
+        try:
+            carried = rebased(bundle, codec)
+        except ValueError as error:
+            notes.append(f"{described(code)}: left behind ({error})")
+            continue
+        if code == language:
+            carried, how = extend_bundle(carried, codec, texts, [r.text for r in held_out], source)
+            bundles = {code: carried, **bundles}
+            notes.append(f"{described(code)}: the parent's, extended with {source} ({how['lines']} lines; "
+                         f"their share {how['char_weight']:g} of the character LM, {how['word_weight']} of the word "
+                         f"LM, {how['words_added']} words added to its lexicon; chosen on the held-out lines)")
+        else:
+            bundles[code] = carried
+            notes.append(f"{described(code)}: the parent's, carried over as it is")
+    lm_note = "; ".join(notes) if notes else "none (greedy decoding only; --lm-text builds one)"
     report.append(f"language models: {lm_note}")
-    return bundle, lm_note
+    return bundles, lm_note
 
 
 def _run_config(given: dict, parent: Checkpoint, parent_path: Path, codec: Codec, data: Sequence[str],
@@ -461,10 +520,10 @@ def plan_finetune(args: argparse.Namespace) -> Plan:
     usable = _usable(lines, codec, parent, data, report)
     train, held_out, how = _split(given, usable, codec, parent, detok, normalization, seed, report)
     replay = _replay(args, parent, codec, normalization, len(train), seed, report)
-    bundle, lm_note = _decoder(args, parent, parent_path, codec, train, report)
+    bundles, lm_note = _decoder(args, parent, parent_path, codec, train, held_out, report)
     config = _run_config(given, parent, parent_path, codec, data, len(train) + len(replay), report)
     card = _card(args, parent, parent_path, data, how, lm_note, train, replay, held_out)
-    return Plan(config, codec, parent, parent_path, train + replay, list(held_out), bundle, card, report)
+    return Plan(config, codec, parent, parent_path, train + replay, list(held_out), bundles, card, report)
 
 
 def write_plan(plan: Plan) -> None:
@@ -475,17 +534,71 @@ def write_plan(plan: Plan) -> None:
     write_charset(plan.codec, split / "charset.txt")
     (split / "plan.json").write_text(json.dumps({**plan.card, "report": plan.report}, indent=1, ensure_ascii=False),
                                      encoding="utf-8")
-    if plan.bundle is not None:
-        save_bundle(plan.bundle, split / "untuned.decoder.pt")
+    for index, (language, bundle) in enumerate(plan.bundles.items()):
+        save_bundle(bundle, split / (UNTUNED if index == 0 else f"untuned.{language}.decoder.pt"))
 
 
-def finish(run_dir: Path, parent_card: dict, bundle: dict | None) -> list[str]:
-    """After training: stamp ``best.pt``'s card, measure parent vs fine-tuned on the held-out lines, and
-    tune the decoder bundle there (``best.decoder.pt``)."""
-    from text_recognizer.recognizer import LineRecognizer
+def untuned_bundles(split: Path) -> dict[str, dict]:
+    """The bundles ``write_plan`` left in ``<run>/finetune/`` (for a ``--resume``): the user's language first."""
+    found = {}
+    if (split / UNTUNED).is_file():
+        primary = load_bundle(split / UNTUNED)
+        found[bundle_language(primary)] = primary
+    for path in sorted(split.glob("untuned.*.decoder.pt")):
+        found[path.name.split(".")[1]] = load_bundle(path)
+    return found
+
+
+def _save_bundles(best: Path, bundles: dict[str, dict], held_out: Sequence[LineRecord]) -> list[str]:
+    """The user's language's bundle tuned on the held-out lines as ``best.decoder.pt``; the others carried
+    over as ``best.<xx>.decoder.pt`` (their settings as the parent's were), all stamped for ``best.pt``."""
     from training.decoder.lines import checkpoint_sha256
     from training.decoder.tune import format_report, tune_for_checkpoint
 
+    lines, sha = [], checkpoint_sha256(best)
+    for index, (language, bundle) in enumerate(bundles.items()):
+        if index == 0:
+            bundle, tuning = tune_for_checkpoint(best, bundle, held_out)
+            lines.append(f"decoder bundle ({described(language)}) -> {bundle_path(best)}, tuned on the held-out "
+                         "lines (so their beam CER flatters):")
+            lines += [f"  {line}" for line in format_report(tuning)]
+        else:
+            lines.append(f"decoder bundle ({described(language)}) -> {bundle_path(best, language)}, the parent's "
+                         "settings (not re-tuned: no held-out lines in that language)")
+        # built (or carried over) for this model: reading it with best.pt is no mismatch
+        save_bundle({**bundle, "model_sha256": sha}, bundle_path(best) if index == 0 else bundle_path(best, language))
+    return lines
+
+
+def _held_out_cers(parent_file: str, best: Path, language: str | None,
+                   held_out: Sequence[LineRecord]) -> dict[str, float | None]:
+    """Held-out CER of the parent and the fine-tuned model, greedy and beam (the parent's beam in the user's
+    language; ``None`` where a model cannot beam-read it)."""
+    from text_recognizer.recognizer import LineRecognizer
+
+    references, paths = [r.text for r in held_out], [r.path for r in held_out]
+    out: dict[str, float | None] = {}
+    for name, checkpoint in (("parent", parent_file), ("fine_tuned", best)):
+        reader = LineRecognizer(checkpoint, decoder="greedy")
+        out[f"{name}_greedy"] = cer(references, reader.predict(paths))
+        can_beam = language is not None and language in reader.languages
+        out[f"{name}_beam"] = (cer(references, [line.text for line in reader.predict_lines(
+            paths, decoder="beam", language=language)]) if can_beam else None)
+    return out
+
+
+def verdict(cers: dict[str, float | None]) -> str:
+    """``"fine_tuned"`` when it reads the held-out lines better than the parent greedy and (where both can)
+    with beam search, else ``"parent"``: a fine-tuned model that is not better must not be the one used."""
+    better = cers["fine_tuned_greedy"] < cers["parent_greedy"]
+    if cers["fine_tuned_beam"] is not None and cers["parent_beam"] is not None:
+        better = better and cers["fine_tuned_beam"] < cers["parent_beam"]
+    return "fine_tuned" if better else "parent"
+
+
+def finish(run_dir: Path, parent_card: dict, bundles: dict[str, dict]) -> list[str]:
+    """After training: stamp ``best.pt``'s card, write its decoder bundles, and compare parent and fine-tuned
+    model on the held-out lines, greedy and beam; ``<run>/finetune/verdict.json`` says which one to use."""
     best = run_dir / "best.pt"
     if not best.is_file():
         raise TrainingError(f"{best} was not written (no validation ran?)")
@@ -493,22 +606,25 @@ def finish(run_dir: Path, parent_card: dict, bundle: dict | None) -> list[str]:
     provenance = dataclasses.replace(checkpoint.provenance, parent=parent_card["parent"], data=parent_card["data"])
     save_checkpoint(checkpoint.replace(provenance=provenance, licence=parent_card["licence"]), best)
     held_out = read_labels(run_dir / SPLIT_DIR / "val")
-    references = [r.text for r in held_out]
-    lines = []
-    parent = LineRecognizer(parent_card["parent"]["file"], decoder="greedy")
-    tuned = LineRecognizer(best, decoder="greedy")
-    before = cer(references, parent.predict([r.path for r in held_out]))
-    after = cer(references, tuned.predict([r.path for r in held_out]))
-    lines.append(f"held-out lines ({len(held_out)}), CER greedy: parent {100 * before:.2f}% -> fine-tuned "
-                 f"{100 * after:.2f}%")
-    if bundle is not None:
-        tuned_bundle, tuning = tune_for_checkpoint(best, bundle, held_out)
-        # built (or carried over) for this model, tuned or not: reading it with best.pt is no mismatch
-        tuned_bundle["model_sha256"] = checkpoint_sha256(best)
-        save_bundle(tuned_bundle, bundle_path(best))
-        lines.append(f"decoder bundle -> {bundle_path(best)}, tuned on the held-out lines (so their beam CER "
-                     "flatters):")
-        lines += [f"  {line}" for line in format_report(tuning)]
+    lines = _save_bundles(best, bundles, held_out)
+    language = next(iter(bundles), None)
+    cers = _held_out_cers(parent_card["parent"]["file"], best, language, held_out)
+    use = verdict(cers)
+
+    def shown(value: float | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.2f}%"
+
+    lines.append(f"held-out lines ({len(held_out)}), CER: greedy parent {shown(cers['parent_greedy'])} -> fine-tuned "
+                 f"{shown(cers['fine_tuned_greedy'])}; beam" + (f" ({language})" if language else "")
+                 + f" parent {shown(cers['parent_beam'])} -> fine-tuned {shown(cers['fine_tuned_beam'])}")
+    if use == "parent":
+        lines.append(f"the fine-tuned model does not read your held-out lines better than the parent: keep using "
+                     f"{parent_card['parent']['file']} (verdict in {run_dir / SPLIT_DIR / 'verdict.json'})")
+    else:
+        lines.append(f"use the fine-tuned model: {best}")
+    record = {"use": use, "parent": parent_card["parent"]["file"], "fine_tuned": str(best), "language": language,
+              "held_out_lines": len(held_out), **cers}
+    (run_dir / SPLIT_DIR / "verdict.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
     return lines
 
 
@@ -522,11 +638,7 @@ def main(argv: Sequence[str], train: Callable[[ExperimentConfig, Codec | None, l
             summary = train(None, None, rest)
             run_dir = Path(summary["run_dir"])
             plan = json.loads((run_dir / SPLIT_DIR / "plan.json").read_text(encoding="utf-8"))
-            untuned = run_dir / SPLIT_DIR / "untuned.decoder.pt"
-            from text_recognizer.decoding.bundle import load_bundle
-
-            bundle = load_bundle(untuned) if untuned.is_file() else None
-            for line in finish(run_dir, plan, bundle):
+            for line in finish(run_dir, plan, untuned_bundles(run_dir / SPLIT_DIR)):
                 print(line)
             return 0
         plan = plan_finetune(args)
@@ -539,7 +651,7 @@ def main(argv: Sequence[str], train: Callable[[ExperimentConfig, Codec | None, l
         summary = train(plan.config, plan.codec, [])
         if summary.get("stop_reason") == "interrupted":
             return 1
-        for line in finish(Path(plan.config.run.run_dir), plan.card, plan.bundle):
+        for line in finish(Path(plan.config.run.run_dir), plan.card, plan.bundles):
             print(line)
     except (ValueError, TrainingError, CheckpointError, DataCheckError, DatasetFormatError) as error:
         print(f"error: {error}", file=sys.stderr)

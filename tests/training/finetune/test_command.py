@@ -6,6 +6,7 @@ images (tests/fixtures/lines), real training steps."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from training.finetune.command import (
     hold_out,
     plan_finetune,
     read_lm_texts,
+    verdict,
 )
 
 LINES = Path(__file__).parents[2] / "fixtures" / "lines"
@@ -64,7 +66,7 @@ def test_finetune_end_to_end(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 new from the labels" in out and "'ő' (U+0151 LATIN SMALL LETTER O WITH DOUBLE ACUTE): 2 times" in out
     assert "'ő' start from their base letters" in out
-    assert "held-out lines (2), CER greedy: parent" in out
+    assert "held-out lines (2), CER: greedy parent" in out and "beam (en) parent" in out
     parent = load_checkpoint(DEFAULT_CHECKPOINT)
     best = load_checkpoint(run / "best.pt")
     assert best.codec.charset == parent.codec.charset + "ő"  # grown, old characters in place
@@ -78,9 +80,35 @@ def test_finetune_end_to_end(tmp_path, capsys):
     assert len(train) == 14 and len(val) == 2 and not {r.path for r in train} & {r.path for r in val}
     bundle = load_bundle(bundle_path(run / "best.pt"), best.codec)
     assert bundle["model_sha256"] == hashlib.sha256((run / "best.pt").read_bytes()).hexdigest()
-    assert bundle["lm"]["source"].endswith("+ the 14 training lines")
+    assert "+ " + str(text) + " + the 14 training lines (share" in bundle["lm"]["source"]  # extended, not replaced
+    assert bundle["language"] == "en" and bundle["charset"] == best.codec.charset
+    french = load_bundle(bundle_path(run / "best.pt", "fr"), best.codec)  # the parent's other language travels
+    assert french["language"] == "fr" and french["model_sha256"] == bundle["model_sha256"]
+    verdict = json.loads((run / "finetune" / "verdict.json").read_text())
+    assert verdict["use"] in ("parent", "fine_tuned") and verdict["language"] == "en"
+    assert verdict["parent_beam"] is not None and verdict["fine_tuned_beam"] is not None
     reader = LineRecognizer(run / "best.pt", decoder="beam")
     assert isinstance(reader.predict([LINES / "line_00.png"])[0], str)
+
+
+def test_the_language_asked_for_leads_and_every_parent_language_travels(tmp_path, capsys):
+    data = make_lines(tmp_path / "mine", accented=False)
+    run = tmp_path / "run"
+    assert finetune("--data", str(data), "--run-dir", str(run), "--max-steps", "2", "--language", "fr") == 0
+    out = capsys.readouterr().out
+    assert "French (fr): the parent's, extended with the 14 training lines" in out
+    assert "English (en): the parent's, carried over as it is" in out and "beam (fr) parent" in out
+    assert load_bundle(run / "best.decoder.pt")["language"] == "fr"  # the lines' language leads
+    assert load_bundle(bundle_path(run / "best.pt", "en"))["language"] == "en"
+    assert LineRecognizer(run / "best.pt", decoder="beam").languages == ("en", "fr")
+
+
+def test_a_fine_tuned_model_that_is_not_better_is_not_the_one_to_use():
+    better = {"parent_greedy": 0.2, "fine_tuned_greedy": 0.1, "parent_beam": 0.15, "fine_tuned_beam": 0.08}
+    assert verdict(better) == "fine_tuned"
+    assert verdict({**better, "fine_tuned_beam": 0.16}) == "parent"  # worse with beam search: the parent
+    assert verdict({**better, "fine_tuned_greedy": 0.2}) == "parent"  # a tie is no gain
+    assert verdict({**better, "parent_beam": None}) == "fine_tuned"  # the parent cannot beam-read the language
 
 
 def test_resume_finishes_the_card_and_decoder(tmp_path):
