@@ -140,6 +140,10 @@ class OptimConfig:
         "with --lr-schedule cosine: the learning rate it decays to, as a share of --lr"
     )})
     warmup_steps: int = field(default=100, metadata={"help": "linear learning-rate warm-up steps"})
+    freeze: tuple[str, ...] = field(default=(), metadata={"help": (
+        "parts of the model whose weights stay as they were (top-level module names, e.g. window_cnn: the "
+        "convolutional front end; encoder: the BiLSTM); for fine-tuning on a few lines"
+    )})
     ema_decay: float = field(default=0.0, metadata={"help": (
         "validate and save an exponential moving average of the weights with this decay per step "
         "(e.g. 0.999: about the last 1,000 steps; training/loop/ema.py); 0: off, the raw weights"

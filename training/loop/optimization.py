@@ -14,14 +14,37 @@ import torch
 from training.loop.config import ExperimentConfig
 
 
+def trainable_parameters(model: torch.nn.Module, freeze: tuple[str, ...]) -> list[torch.nn.Parameter]:
+    """``model``'s parameters outside the ``freeze`` parts (``--freeze``: top-level module names), which stop
+    taking gradients. Why: a few hundred lines can re-fit a whole network to themselves; holding a part as the
+    parent learned it is the usual guard (measured in benchmarks/results/finetuning.md). An unknown name is an
+    error that lists the parts there are."""
+    inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    parts = [name for name, child in inner.named_children() if any(True for _ in child.parameters())]
+    unknown = [name for name in freeze if name not in parts]
+    if unknown:
+        raise ValueError(f"--freeze {' '.join(unknown)}: the model has no such part (its parts: {', '.join(parts)})")
+    kept = []
+    for name, parameter in inner.named_parameters():
+        if name.split(".", 1)[0] in freeze:
+            parameter.requires_grad_(False)
+        else:
+            kept.append(parameter)
+    if not kept:
+        raise ValueError("--freeze leaves nothing to train")
+    return kept
+
+
 def make_optimizer(model: torch.nn.Module, config: ExperimentConfig) -> torch.optim.Optimizer:
-    """``--optimizer``: RMSprop (alpha 0.99), Adam or AdamW over all of ``model``'s parameters (``--weight-decay``)."""
+    """``--optimizer``: RMSprop (alpha 0.99), Adam or AdamW over ``model``'s parameters outside ``--freeze``
+    (``--weight-decay``)."""
     o = config.optim
+    parameters = trainable_parameters(model, tuple(o.freeze))
     if o.optimizer == "rmsprop":
-        return torch.optim.RMSprop(model.parameters(), lr=o.lr, weight_decay=o.weight_decay, alpha=0.99, eps=1e-8)
+        return torch.optim.RMSprop(parameters, lr=o.lr, weight_decay=o.weight_decay, alpha=0.99, eps=1e-8)
     if o.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
-    return torch.optim.AdamW(model.parameters(), lr=o.lr, weight_decay=o.weight_decay)
+        return torch.optim.Adam(parameters, lr=o.lr, weight_decay=o.weight_decay)
+    return torch.optim.AdamW(parameters, lr=o.lr, weight_decay=o.weight_decay)
 
 
 def make_scheduler(optimizer: torch.optim.Optimizer, config: ExperimentConfig, total_steps: int, time_progress=None):

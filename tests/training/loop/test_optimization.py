@@ -61,3 +61,20 @@ def test_a_time_budget_moves_the_schedule_on_when_it_is_further_than_the_steps(t
     optimizer.step()
     scheduler.step()
     assert scheduler.get_last_lr()[0] == pytest.approx(0.5)  # half the budget spent: half way down
+
+
+def test_frozen_parts_keep_their_weights_and_take_no_gradient(tmp_path):
+    from text_recognizer.models import build_model
+
+    config = tiny_config(tmp_path, optim={"freeze": ("window_cnn",), "lr": 1e-2})
+    model = build_model(config.model)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    optimizer = make_optimizer(model, config)
+    lines, widths = torch.rand(2, 1, config.model.height, 64), torch.tensor([64, 48])
+    model(lines, widths).float().pow(2).mean().backward()  # (N, T, C) scores: any loss moves every part
+    optimizer.step()
+    for name, p in model.named_parameters():
+        moved = not torch.equal(p.detach(), before[name])
+        assert moved != name.startswith("window_cnn."), name
+    with pytest.raises(ValueError, match="no such part .*its parts: window_cnn, encoder, head"):
+        make_optimizer(build_model(config.model), tiny_config(tmp_path, optim={"freeze": ("cnn",)}))
