@@ -219,8 +219,8 @@ def interpolate(base: Sequence[NgramTable], other: Sequence[NgramTable], weight:
     Why: a fine-tuned model should read its user's texts better without forgetting what its parent's
     language model knew; mixing probabilities keeps every n-gram of both. For every n-gram of either model
     the mixed probability is the weighted mean of what each model gives it (with its own back-off where it
-    lacks the n-gram; nothing where it never saw the word); each context's back-off weight is then renormalised, as ``prune`` does, so that its
-    distribution sums to one again. ``<s>`` keeps its ``-99``.
+    lacks the n-gram; nothing where it never saw the word); each context's back-off weight is then
+    renormalised, as ``prune`` does, so that its distribution sums to one again. ``<s>`` keeps its ``-99``.
     """
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"weight must be in [0, 1], got {weight!r}")
