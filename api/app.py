@@ -20,7 +20,7 @@ from api.access_log import AccessLogMiddleware
 from api.errors import install_error_handlers
 from api.metrics import Metrics
 from api.middleware import LimitsAndMetricsMiddleware
-from api.routes import health, pages, predict
+from api.routes import collections, health, pages, predict
 from api.routes.pages import STATIC, SWAGGER
 from api.security import guards
 from api.serving import ModelState, Serving, load_serving
@@ -59,13 +59,15 @@ def create_app(settings: Settings | None = None, load: Callable[[Settings], Serv
         app.add_middleware(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=["Authorization", "X-API-Key", "X-Request-ID", "Content-Type"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
     app.add_middleware(AccessLogMiddleware, enabled=settings.access_log)  # added last: outermost
     app.include_router(health.router)
-    app.include_router(predict.router, dependencies=guards(settings.load_api_keys(), settings.rate_limit))
+    access = guards(settings.load_api_keys(), settings.rate_limit)
+    app.include_router(predict.router, dependencies=access)
+    app.include_router(collections.router, dependencies=access)
     app.include_router(pages.router)
     app.mount(SWAGGER, StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="swagger")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

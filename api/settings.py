@@ -22,6 +22,9 @@
 ``TEXT_RECOGNIZER_LANGUAGE``            default language of beam search, a code such as ``fr`` or ``auto`` (default:
                                        the model's own language); the
                                        model must have it (checked at startup); ``?language=`` overrides it
+``TEXT_RECOGNIZER_DATA_DIR``            where collections of corrected pages are kept (SQLite + images; default
+                                       ``~/.local/share/text_recognizer``; ``api/collections``)
+``TEXT_RECOGNIZER_MAX_COLLECTION_PAGES`` pages one collection may hold (default 500) -> 409
 =====================================  ==========================================================
 """
 
@@ -46,6 +49,7 @@ _POSITIVE = (
     "torch_threads",
     "max_queue",
     "max_pdf_pages",
+    "max_collection_pages",
 )
 
 
@@ -78,6 +82,8 @@ class Settings:
     decoder: str = "greedy"  # greedy or beam; a request's ?decoder= overrides it
     readings: int = 1  # 1 or 3 readings per line (text_recognizer.decoding.readings)
     language: str | None = None  # a code or "auto"; None: the model's default (text_recognizer.decoding.bundle_set)
+    data_dir: Path = Path("~/.local/share/text_recognizer").expanduser()  # collections (api/collections)
+    max_collection_pages: int = 500
 
     def __post_init__(self) -> None:
         cpus = available_cpus()
@@ -136,8 +142,8 @@ class Settings:
 
 def _parse(name: str, key: str, raw: str):
     """One environment value, typed by the field it sets."""
-    if name in ("checkpoint", "api_keys_file"):
-        return Path(raw)
+    if name in ("checkpoint", "api_keys_file", "data_dir"):
+        return Path(raw).expanduser()
     if name in ("device", "rate_limit", "decoder", "language"):
         return raw
     if name in ("api_keys", "cors_origins"):

@@ -1,5 +1,5 @@
-"""The web pages (one line at ``/``, a whole page at ``/page``), Swagger UI from the locally installed
-swagger-ui-bundle (no CDN), and Prometheus metrics."""
+"""The web pages (one line at ``/``, a whole page at ``/page``, collections at ``/collections``), Swagger UI from
+the locally installed swagger-ui-bundle (no CDN), and Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -31,6 +31,12 @@ async def index() -> FileResponse:
 async def page_reader() -> FileResponse:
     """The page reader: upload a page, see its lines drawn over it and their text."""
     return FileResponse(STATIC / "page.html", headers=_PAGE_HEADERS)
+
+
+@router.get("/collections")
+async def collections_page() -> FileResponse:
+    """Collections: upload pages, correct their lines in place, export them."""
+    return FileResponse(STATIC / "collections.html", headers=_PAGE_HEADERS)
 
 
 @router.get("/docs")

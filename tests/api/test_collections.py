@@ -1,0 +1,135 @@
+"""``/v1/collections`` against a real uvicorn server with its own data directory and two API keys: pages uploaded
+and read, lines corrected and deleted, pages marked done, exports, keys kept apart, bad input refused with 4xx,
+and a correction acknowledged before a ``kill -9`` still there after a restart."""
+
+from __future__ import annotations
+
+import io
+import signal
+import zipfile
+
+import httpx
+import pytest
+from PIL import Image
+
+from tests.api.conftest import SERVER_ENV, Server
+from tests.segmentation.test_classical import compose_page
+
+ROUTE = "/v1/collections"
+A, B = {"X-API-Key": "key-a"}, {"X-API-Key": "key-b"}
+
+
+def png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def page_bytes(lines) -> bytes:
+    page, _ = compose_page([path.name for path, _ in lines])
+    return png(page)
+
+
+def start(tiny_checkpoint, data_dir) -> Server:
+    server = Server({**SERVER_ENV, "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
+                     "TEXT_RECOGNIZER_DATA_DIR": str(data_dir), "TEXT_RECOGNIZER_API_KEYS": "key-a,key-b",
+                     "TEXT_RECOGNIZER_MAX_COLLECTION_PAGES": "2"})
+    server.wait_healthy()
+    return server
+
+
+@pytest.fixture(scope="module")
+def server(tiny_checkpoint, tmp_path_factory):
+    srv = start(tiny_checkpoint, tmp_path_factory.mktemp("collections"))
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def call(server, method: str, path: str, headers=A, **kwargs) -> httpx.Response:
+    return httpx.request(method, server.url + ROUTE + path, headers=headers, timeout=120, **kwargs)
+
+
+def refused(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.json()["error"] == code, response.text
+
+
+def upload(server, collection_id: str, *files: tuple[str, bytes, str], headers=A) -> httpx.Response:
+    return call(server, "POST", f"/{collection_id}/pages", headers=headers,
+                files=[("files", file) for file in files])
+
+
+def test_the_correction_loop(server, page_bytes):
+    collection = call(server, "POST", "", json={"name": "My letters"})
+    assert collection.status_code == 201, collection.text
+    cid = collection.json()["id"]
+    uploaded = upload(server, cid, ("letter.png", page_bytes, "image/png"))
+    assert uploaded.status_code == 201, uploaded.text
+    page = uploaded.json()["pages"][0]
+    assert uploaded.json()["errors"] == [] and len(page["lines"]) >= 3 and all(line["text"] for line in page["lines"])
+    first, second = page["lines"][0], page["lines"][1]
+    corrected = call(server, "PUT", f"/{cid}/lines/{first['id']}", json={"text": "Corrected by hand"})
+    assert corrected.status_code == 200 and corrected.json()["text"] == "Corrected by hand"
+    assert call(server, "DELETE", f"/{cid}/lines/{second['id']}").status_code == 204
+    assert call(server, "PATCH", f"/{cid}/pages/{page['id']}", json={"done": True}).json()["done"] is True
+    again = call(server, "GET", f"/{cid}/pages/{page['id']}").json()
+    assert again["lines"][0]["text"] == "Corrected by hand" and second["id"] not in {x["id"] for x in again["lines"]}
+    image = call(server, "GET", f"/{cid}/pages/{page['id']}/image")
+    assert image.content == page_bytes and image.headers["content-type"] == "image/png"
+    export = call(server, "GET", f"/{cid}/export", params={"format": "labels"})
+    assert export.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(export.content)) as archive:
+        assert archive.read("lines/labels.tsv").decode().splitlines()[1:] == ["line_00000.png\tCorrected by hand"]
+    with zipfile.ZipFile(io.BytesIO(call(server, "GET", f"/{cid}/export", params={"format": "page"}).content)) as z:
+        assert b"Corrected by hand" in z.read([n for n in z.namelist() if n.endswith(".xml")][0])
+    listed = call(server, "GET", "").json()
+    assert [c["id"] for c in listed] == [cid] or cid in [c["id"] for c in listed]
+
+
+def test_keys_see_only_their_own_collections(server, page_bytes):
+    cid = call(server, "POST", "", json={"name": "private"}).json()["id"]
+    assert cid not in [c["id"] for c in call(server, "GET", "", headers=B).json()]
+    refused(call(server, "GET", f"/{cid}", headers=B), 404, "not_found")
+    refused(upload(server, cid, ("p.png", page_bytes, "image/png"), headers=B), 404, "not_found")
+    refused(call(server, "GET", "", headers={}), 401, "unauthorized")
+
+
+def test_bad_input_is_a_clear_client_error(server, page_bytes):
+    cid = call(server, "POST", "", json={"name": "bad inputs"}).json()["id"]
+    refused(call(server, "POST", "", json={"name": ""}), 422, "validation_error")
+    refused(call(server, "GET", "/nope"), 404, "not_found")
+    refused(upload(server, cid, ("notes.txt", b"just some text", "text/plain")), 415, "unsupported_media_type")
+    refused(upload(server, cid, ("doc.pdf", b"%PDF-1.7\n%%EOF", "application/pdf")), 415, "unsupported_media_type")
+    mixed = upload(server, cid, ("bad.png", b"\x89PNG\r\n\x1a\nbroken", "image/png"),
+                   ("good.png", page_bytes, "image/png"))
+    assert mixed.status_code == 201 and len(mixed.json()["pages"]) == 1 and len(mixed.json()["errors"]) == 1
+    page = mixed.json()["pages"][0]
+    line = page["lines"][0]["id"]
+    refused(call(server, "PUT", f"/{cid}/lines/{line}", json={}), 422, "validation_error")
+    refused(call(server, "PUT", f"/{cid}/lines/{line}", json={"text": "x" * 2001}), 422, "validation_error")
+    refused(call(server, "PUT", f"/{cid}/lines/nope", json={"text": "x"}), 404, "not_found")
+    refused(call(server, "GET", f"/{cid}/export", params={"format": "docx"}), 422, "bad_format")
+    assert upload(server, cid, ("again.png", page_bytes, "image/png")).status_code == 201
+    refused(upload(server, cid, ("third.png", page_bytes, "image/png")), 409, "limit_reached")  # 2 pages at most
+
+
+def test_an_acknowledged_correction_survives_kill_9(tiny_checkpoint, tmp_path, page_bytes):
+    server = start(tiny_checkpoint, tmp_path / "data")
+    try:
+        cid = call(server, "POST", "", json={"name": "durable"}).json()["id"]
+        page = upload(server, cid, ("p.png", page_bytes, "image/png")).json()["pages"][0]
+        line = page["lines"][0]["id"]
+        assert call(server, "PUT", f"/{cid}/lines/{line}", json={"text": "saved before the crash"}).status_code == 200
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait()
+    finally:
+        server.stop()
+    restarted = start(tiny_checkpoint, tmp_path / "data")
+    try:
+        lines = call(restarted, "GET", f"/{cid}/pages/{page['id']}").json()["lines"]
+        assert lines[0]["text"] == "saved before the crash"
+    finally:
+        restarted.stop()
