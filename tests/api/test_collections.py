@@ -101,7 +101,7 @@ def test_bad_input_is_a_clear_client_error(server, page_bytes):
     cid = call(server, "POST", "", json={"name": "bad inputs"}).json()["id"]
     refused(call(server, "POST", "", json={"name": ""}), 422, "validation_error")
     refused(call(server, "GET", "/nope"), 404, "not_found")
-    refused(upload(server, cid, ("notes.txt", b"just some text", "text/plain")), 415, "unsupported_media_type")
+    refused(upload(server, cid, ("notes.txt", b"just some text", "text/plain")), 400, "not_an_image")
     refused(upload(server, cid, ("doc.pdf", b"%PDF-1.7\n%%EOF", "application/pdf")), 415, "unsupported_media_type")
     mixed = upload(server, cid, ("bad.png", b"\x89PNG\r\n\x1a\nbroken", "image/png"),
                    ("good.png", page_bytes, "image/png"))
