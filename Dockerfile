@@ -25,6 +25,11 @@ RUN pip install --no-cache-dir --index-url "${TORCH_INDEX_URL}" "torch==${TORCH_
 COPY text_recognizer/ text_recognizer/
 COPY api/ api/
 
+# Collections (api/collections): SQLite and page images in a volume the app user owns; mount one to keep them.
+ENV TEXT_RECOGNIZER_DATA_DIR=/data
+RUN mkdir /data && chown 10001:10001 /data
+VOLUME /data
+
 USER 10001:10001
 EXPOSE 8000
 # Readiness, not liveness: healthy once the model is loaded and warmed up (/health/ready answers 503 before).
