@@ -38,11 +38,14 @@ def create_app(settings: Settings | None = None, load: Callable[[Settings], Serv
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         loading = asyncio.create_task(app.state.model.load(settings, load))
+        collections.open_collections(app)
         try:
             yield
         finally:
             loading.cancel()
             app.state.model.close()
+            if getattr(app.state, "jobs", None) is not None:
+                app.state.jobs.close()  # adaptation processes stop with the server
 
     app = FastAPI(
         title="Handwritten text-line recognizer",

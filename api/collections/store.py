@@ -87,7 +87,7 @@ class CollectionStore:
             db.close()
 
     @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """A connection in one transaction: committed when the block ends, rolled back on an error."""
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
@@ -110,7 +110,7 @@ class CollectionStore:
         name = " ".join(name.split())
         if not name or len(name) > 200:
             raise ValueError("a collection's name must be 1-200 characters")
-        with self._db() as db:
+        with self.transaction() as db:
             count = db.execute("SELECT COUNT(*) FROM collections WHERE owner = ?", (owner,)).fetchone()[0]
             if count >= self.max_collections:
                 raise StoreLimit(f"at most {self.max_collections} collections per owner")
@@ -119,13 +119,13 @@ class CollectionStore:
         return self.collection(owner, row[0])
 
     def collections(self, owner: str) -> list[dict]:
-        with self._db() as db:
+        with self.transaction() as db:
             rows = db.execute("SELECT id FROM collections WHERE owner = ? ORDER BY created", (owner,)).fetchall()
         return [self.collection(owner, row["id"]) for row in rows]
 
     def collection(self, owner: str, collection_id: str) -> dict:
         """The collection with its pages (id, filename, size, done, counts of lines and corrected lines)."""
-        with self._db() as db:
+        with self.transaction() as db:
             found = db.execute("SELECT * FROM collections WHERE id = ? AND owner = ?",
                                (collection_id, owner)).fetchone()
             if found is None:
@@ -140,7 +140,7 @@ class CollectionStore:
                           for p in pages]}
 
     def delete_collection(self, owner: str, collection_id: str) -> None:
-        with self._db() as db:
+        with self.transaction() as db:
             if db.execute("DELETE FROM collections WHERE id = ? AND owner = ?", (collection_id, owner)).rowcount == 0:
                 raise NotFound(f"no collection {collection_id!r}")
 
@@ -166,7 +166,7 @@ class CollectionStore:
                   "image/bmp": ".bmp", "image/gif": ".gif"}.get(media_type, ".img")
         image = self._write_image(data, suffix)  # before the row that names it commits
         page_id, now = uuid.uuid4().hex, time.time()
-        with self._db() as db:
+        with self.transaction() as db:
             if db.execute("SELECT 1 FROM collections WHERE id = ? AND owner = ?",
                           (collection_id, owner)).fetchone() is None:
                 raise NotFound(f"no collection {collection_id!r}")
@@ -194,7 +194,7 @@ class CollectionStore:
 
     def page(self, owner: str, collection_id: str, page_id: str) -> dict:
         """A page and its lines (deleted ones left out): each with the text read and the correction, if any."""
-        with self._db() as db:
+        with self.transaction() as db:
             row = self._page_row(db, owner, collection_id, page_id)
             lines = db.execute("SELECT * FROM lines WHERE page_id = ? AND deleted = 0 ORDER BY position",
                                (page_id,)).fetchall()
@@ -204,12 +204,12 @@ class CollectionStore:
 
     def page_image(self, owner: str, collection_id: str, page_id: str) -> tuple[Path, str]:
         """The page image's file and media type."""
-        with self._db() as db:
+        with self.transaction() as db:
             row = self._page_row(db, owner, collection_id, page_id)
         return self.images / row["image"], row["media_type"]
 
     def mark_done(self, owner: str, collection_id: str, page_id: str, done: bool) -> dict:
-        with self._db() as db:
+        with self.transaction() as db:
             self._page_row(db, owner, collection_id, page_id)
             db.execute("UPDATE pages SET done = ? WHERE id = ?", (int(done), page_id))
         return self.page(owner, collection_id, page_id)
@@ -228,20 +228,20 @@ class CollectionStore:
         text = " ".join(text.split())
         if len(text) > MAX_LINE_CHARS:
             raise ValueError(f"a line's text is at most {MAX_LINE_CHARS} characters, got {len(text)}")
-        with self._db() as db:
+        with self.transaction() as db:
             self._line_row(db, owner, collection_id, line_id)
             db.execute("UPDATE lines SET corrected_text = ?, updated = ? WHERE id = ?", (text, time.time(), line_id))
             return _line(self._line_row(db, owner, collection_id, line_id))
 
     def delete_line(self, owner: str, collection_id: str, line_id: str) -> None:
         """Mark a line false (a seal, a letterhead): it leaves the page and the exports."""
-        with self._db() as db:
+        with self.transaction() as db:
             self._line_row(db, owner, collection_id, line_id)
             db.execute("UPDATE lines SET deleted = 1, updated = ? WHERE id = ?", (time.time(), line_id))
 
     def corrected_lines(self, owner: str, collection_id: str) -> list[tuple[Path, dict]]:
         """Every corrected, undeleted line of the collection with its page image: ``(image, line)``."""
-        with self._db() as db:
+        with self.transaction() as db:
             if db.execute("SELECT 1 FROM collections WHERE id = ? AND owner = ?",
                           (collection_id, owner)).fetchone() is None:
                 raise NotFound(f"no collection {collection_id!r}")

@@ -16,6 +16,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel, Field
 
 from api.collections.exports import FORMATS, labels_zip, layout_zip
+from api.collections.jobs import MAX_MINUTES, AdaptJobs, JobBusy, JobsUnavailable
 from api.collections.store import CollectionStore, NotFound, ReadLine, StoreLimit
 from api.errors import APIError
 from api.imaging import ALLOWED_TEXT
@@ -31,10 +32,13 @@ _ERRORS = {
     400: {"model": ErrorResponse, "description": "not an image, a corrupt image, a malformed body"},
     401: {"model": ErrorResponse, "description": "API keys are configured and the request has no valid key"},
     404: {"model": ErrorResponse, "description": "no such collection, page or line (for this key)"},
-    409: {"model": ErrorResponse, "description": "a limit of the store: pages per collection, collections per key"},
+    409: {"model": ErrorResponse, "description": "a limit of the store (pages per collection, collections per key); "
+                                                  "job_running: another adaptation runs"},
     413: {"model": ErrorResponse, "description": "body or image over the server's limits, too many files"},
     415: {"model": ErrorResponse, "description": f"an image format other than {ALLOWED_TEXT}, or a PDF"},
-    422: {"model": ErrorResponse, "description": "a malformed name, correction or format"},
+    422: {"model": ErrorResponse, "description": "a malformed name, correction or format; too few corrected lines "
+                                                  "to adapt"},
+    501: {"model": ErrorResponse, "description": "adapt_unavailable: this server cannot train (no training package)"},
 }
 
 
@@ -44,6 +48,10 @@ class CollectionCreate(BaseModel):
 
 class LineCorrection(BaseModel):
     text: str = Field(max_length=2000, description="the line's text as it is written on the page")
+
+
+class AdaptRequest(BaseModel):
+    minutes: float = Field(default=10.0, gt=0, le=MAX_MINUTES, description="the fine-tuning's time budget")
 
 
 class PageUpdate(BaseModel):
@@ -67,6 +75,31 @@ def get_store(request: Request) -> CollectionStore:
 StoreDep = Annotated[CollectionStore, Depends(get_store)]
 
 
+def open_collections(app) -> None:
+    """At startup, when the data directory holds a store: open it and its jobs, so that a job the last server
+    left running is marked failed (and its process stopped) before anyone asks."""
+    settings = app.state.settings
+    if (settings.data_dir / "collections.sqlite3").is_file():
+        from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+
+        app.state.collections = CollectionStore(settings.data_dir, max_pages=settings.max_collection_pages)
+        app.state.jobs = AdaptJobs(app.state.collections, settings.checkpoint or DEFAULT_CHECKPOINT)
+
+
+def get_jobs(request: Request, store: StoreDep) -> AdaptJobs:
+    """The app's adaptation jobs, on the store; their parent is the served checkpoint."""
+    jobs = getattr(request.app.state, "jobs", None)
+    if jobs is None:
+        from text_recognizer.recognizer import DEFAULT_CHECKPOINT
+
+        jobs = AdaptJobs(store, request.app.state.settings.checkpoint or DEFAULT_CHECKPOINT)
+        request.app.state.jobs = jobs
+    return jobs
+
+
+JobsDep = Annotated[AdaptJobs, Depends(get_jobs)]
+
+
 def owner_of(request: Request) -> str:
     """The short hash of the request's API key (``""`` when keys are off): whose collections these are."""
     return getattr(request.state, "key_id", None) or ""
@@ -82,6 +115,10 @@ def _call(function, *args):
         raise APIError(404, "not_found", str(error)) from None
     except StoreLimit as error:
         raise APIError(409, "limit_reached", str(error)) from None
+    except JobBusy as error:
+        raise APIError(409, "job_running", str(error)) from None
+    except JobsUnavailable as error:
+        raise APIError(501, "adapt_unavailable", str(error)) from None
     except ValueError as error:
         raise APIError(422, "bad_request", str(error)) from None
 
@@ -191,3 +228,28 @@ def export(collection_id: str, store: StoreDep, owner: OwnerDep,
         body = _call(layout_zip, store, owner, collection_id, format)
     return Response(body, media_type="application/zip",
                     headers={"Content-Disposition": f'attachment; filename="{collection_id}-{format}.zip"'})
+
+
+@router.post("/{collection_id}/adapt", status_code=202, responses=_ERRORS,
+             summary="Adapt the model to the collection's corrected lines, in the background")
+def adapt(collection_id: str, body: AdaptRequest, jobs: JobsDep, owner: OwnerDep) -> dict:
+    """Fine-tunes the served model on the collection's corrected lines (at least 10) in its own process, one job at
+    a time per server (409 ``job_running`` otherwise); poll the job for its progress and, when it is done, which
+    model reads the user's held-out lines better (``verdict``) and the adapted checkpoint."""
+    return _call(jobs.start, owner, collection_id, body.minutes)
+
+
+@router.get("/{collection_id}/jobs", responses=_ERRORS, summary="The collection's adaptation jobs")
+def list_jobs(collection_id: str, jobs: JobsDep, owner: OwnerDep) -> list[dict]:
+    return _call(jobs.jobs, owner, collection_id)
+
+
+@router.get("/{collection_id}/jobs/{job_id}", responses=_ERRORS, summary="An adaptation job: state and progress")
+def get_job(collection_id: str, job_id: str, jobs: JobsDep, owner: OwnerDep) -> dict:
+    return _call(jobs.job, owner, collection_id, job_id)
+
+
+@router.delete("/{collection_id}/jobs/{job_id}", status_code=202, responses=_ERRORS,
+               summary="Cancel a running adaptation job")
+def cancel_job(collection_id: str, job_id: str, jobs: JobsDep, owner: OwnerDep) -> dict:
+    return _call(jobs.cancel, owner, collection_id, job_id)

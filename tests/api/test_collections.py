@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import signal
+import time
 import zipfile
+from pathlib import Path
 
 import httpx
 import pytest
@@ -133,3 +135,86 @@ def test_an_acknowledged_correction_survives_kill_9(tiny_checkpoint, tmp_path, p
         assert lines[0]["text"] == "saved before the crash"
     finally:
         restarted.stop()
+
+
+def corrected_collection(server, page_bytes, name: str) -> tuple[str, int]:
+    """A collection of two pages whose every line is corrected (16 lines: enough to adapt on)."""
+    cid = call(server, "POST", "", json={"name": name}).json()["id"]
+    pages = upload(server, cid, ("a.png", page_bytes, "image/png"), ("b.png", page_bytes, "image/png")).json()
+    count = 0
+    for page in pages["pages"]:
+        for line in page["lines"]:
+            assert call(server, "PUT", f"/{cid}/lines/{line['id']}", json={"text": line["text"]}).status_code == 200
+            count += 1
+    return cid, count
+
+
+def wait_for(server, cid: str, job: str, states: set[str], timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = call(server, "GET", f"/{cid}/jobs/{job}").json()
+        if body["state"] in states:
+            return body
+        time.sleep(1)
+    raise AssertionError(f"job {job} not {states} after {timeout} s: {body}")
+
+
+def test_adapting_in_the_background(server, page_bytes):
+    cid, count = corrected_collection(server, page_bytes, "adapt me")
+    assert count >= 10
+    started = call(server, "POST", f"/{cid}/adapt", json={"minutes": 0.2})
+    assert started.status_code == 202, started.text
+    job = started.json()
+    assert job["state"] == "running" and job["lines"] == count
+    other, _ = corrected_collection(server, page_bytes, "second in line")
+    refused(call(server, "POST", f"/{other}/adapt", json={"minutes": 0.2}), 409, "job_running")  # one at a time
+    done = wait_for(server, cid, job["id"], {"done", "failed"})
+    assert done["state"] == "done", done["log"]
+    assert done["progress"]["step"] > 0 and done["verdict"]["use"] in ("parent", "fine_tuned")
+    assert done["checkpoint"] is None or done["checkpoint"].endswith("best.pt")
+    assert [j["id"] for j in call(server, "GET", f"/{cid}/jobs").json()] == [job["id"]]
+    refused(call(server, "GET", f"/{cid}/jobs/{job['id']}", headers=B), 404, "not_found")
+
+
+def test_a_job_can_be_cancelled_and_needs_corrected_lines(server, page_bytes):
+    empty = call(server, "POST", "", json={"name": "nothing corrected"}).json()["id"]
+    refused(call(server, "POST", f"/{empty}/adapt", json={"minutes": 1}), 422, "bad_request")
+    refused(call(server, "POST", f"/{empty}/adapt", json={"minutes": 0}), 422, "validation_error")
+    cid, _ = corrected_collection(server, page_bytes, "cancel me")
+    job = call(server, "POST", f"/{cid}/adapt", json={"minutes": 5}).json()
+    assert call(server, "DELETE", f"/{cid}/jobs/{job['id']}").status_code == 202
+    assert wait_for(server, cid, job["id"], {"cancelled", "done", "failed"}, timeout=120)["state"] == "cancelled"
+
+
+def test_a_server_stopped_mid_job_marks_it_failed_and_stops_it(tiny_checkpoint, tmp_path, page_bytes):
+    first = start(tiny_checkpoint, tmp_path / "data")
+    try:
+        cid, _ = corrected_collection(first, page_bytes, "interrupted")
+        job = call(first, "POST", f"/{cid}/adapt", json={"minutes": 5}).json()
+        time.sleep(3)
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait()
+    finally:
+        first.stop()
+    second = start(tiny_checkpoint, tmp_path / "data")
+    try:
+        failed = call(second, "GET", f"/{cid}/jobs/{job['id']}").json()
+        assert failed["state"] == "failed" and "server stopped" in failed["error"]
+        deadline = time.monotonic() + 30  # the orphaned fine-tuning process was told to stop
+        run_dir = str(tmp_path / "data" / "jobs" / job["id"])
+        while time.monotonic() < deadline and _running(run_dir):
+            time.sleep(0.5)
+        assert not _running(run_dir)
+    finally:
+        second.stop()
+
+
+def _running(run_dir: str) -> bool:
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if run_dir in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    return True
+            except OSError:
+                continue
+    return False
