@@ -239,6 +239,17 @@ class CollectionStore:
             self._line_row(db, owner, collection_id, line_id)
             db.execute("UPDATE lines SET deleted = 1, updated = ? WHERE id = ?", (time.time(), line_id))
 
+    def update_readings(self, owner: str, collection_id: str, page_id: str,
+                        readings: list[tuple[str, str, float | None]]) -> dict:
+        """What another model read on the page's lines, ``(line id, text, confidence)``: it replaces what was read
+        before; corrections stay as they are."""
+        with self.transaction() as db:
+            self._page_row(db, owner, collection_id, page_id)
+            now = time.time()
+            db.executemany("UPDATE lines SET read_text = ?, confidence = ?, updated = ? WHERE id = ? AND page_id = ?",
+                           [(text, confidence, now, line_id, page_id) for line_id, text, confidence in readings])
+        return self.page(owner, collection_id, page_id)
+
     def corrected_lines(self, owner: str, collection_id: str) -> list[tuple[Path, dict]]:
         """Every corrected, undeleted line of the collection with its page image: ``(image, line)``."""
         with self.transaction() as db:

@@ -20,7 +20,7 @@ from api.collections.jobs import MAX_MINUTES, AdaptJobs, JobBusy, JobsUnavailabl
 from api.collections.store import CollectionStore, NotFound, ReadLine, StoreLimit
 from api.errors import APIError
 from api.imaging import ALLOWED_TEXT
-from api.inference import run_page_job
+from api.inference import run_in_pool, run_page_job
 from api.inputs import batch_images
 from api.schemas import ErrorResponse
 from api.serving import ServingDep
@@ -52,6 +52,10 @@ class LineCorrection(BaseModel):
 
 class AdaptRequest(BaseModel):
     minutes: float = Field(default=10.0, gt=0, le=MAX_MINUTES, description="the fine-tuning's time budget")
+
+
+class RereadRequest(BaseModel):
+    job: str = Field(description="a finished adaptation job whose model reads the collection's lines better")
 
 
 class PageUpdate(BaseModel):
@@ -253,3 +257,50 @@ def get_job(collection_id: str, job_id: str, jobs: JobsDep, owner: OwnerDep) -> 
                summary="Cancel a running adaptation job")
 def cancel_job(collection_id: str, job_id: str, jobs: JobsDep, owner: OwnerDep) -> dict:
     return _call(jobs.cancel, owner, collection_id, job_id)
+
+
+def _adapted_reader(request: Request, checkpoint: str):
+    """The adapted model as a reader with the server's decoder settings, loaded once per checkpoint."""
+    from text_recognizer.recognizer import LineRecognizer
+
+    readers = getattr(request.app.state, "adapted_readers", None)
+    if readers is None:
+        readers = request.app.state.adapted_readers = {}
+    if checkpoint not in readers:
+        settings = request.app.state.settings
+        readers[checkpoint] = LineRecognizer(checkpoint, decoder=settings.decoder, readings=settings.readings)
+    return readers[checkpoint]
+
+
+def _reread(store: CollectionStore, owner: str, collection_id: str, reader) -> list[dict]:
+    """Every page's lines read again by ``reader`` through their stored polygons (the segmentation is kept)."""
+    from PIL import Image
+
+    from text_recognizer.data.linecut import cut_line
+
+    pages = []
+    for summary in store.collection(owner, collection_id)["pages"]:
+        page = store.page(owner, collection_id, summary["id"])
+        path, _ = store.page_image(owner, collection_id, summary["id"])
+        with Image.open(path) as opened:
+            gray = opened.convert("L")
+        crops = [cut_line(gray, line["polygon"], line["baseline"]) for line in page["lines"]]
+        read = reader.predict_lines(crops) if crops else []
+        readings = [(line["id"], r.text, r.confidence) for line, r in zip(page["lines"], read)]
+        pages.append(store.update_readings(owner, collection_id, summary["id"], readings))
+    return pages
+
+
+@router.post("/{collection_id}/reread", responses=_ERRORS,
+             summary="Read the collection's pages again with an adapted model (corrections kept)")
+async def reread(collection_id: str, body: RereadRequest, request: Request, serving: ServingDep, jobs: JobsDep,
+                 store: StoreDep, owner: OwnerDep) -> dict:
+    job = _call(jobs.job, owner, collection_id, body.job)
+    if job["state"] != "done":
+        raise APIError(409, "job_not_done", f"job {body.job} is {job['state']}: only a finished adaptation has a model")
+    if job["checkpoint"] is None:
+        raise APIError(409, "not_adapted", "the adapted model read the held-out lines no better than the served one "
+                                           "(see the job's verdict): keep reading with the served model")
+    reader = _adapted_reader(request, job["checkpoint"])
+    _, pages = await run_in_pool(request, serving, _call, _reread, store, owner, collection_id, reader)
+    return {"checkpoint": job["checkpoint"], "pages": pages}

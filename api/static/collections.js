@@ -51,7 +51,9 @@ async function loadCollections(select = "") {
 async function openCollection(id) {
   current = { collection: id, page: "", imageUrl: current.imageUrl };
   el("result").hidden = true;
-  el("upload-row").hidden = el("export-row").hidden = !id;
+  el("upload-row").hidden = el("export-row").hidden = el("adapt-row").hidden = !id;
+  el("reread").hidden = el("cancel-job").hidden = true;
+  el("job-status").textContent = "";
   if (!id) { el("pages").replaceChildren(); return; }
   const collection = await (await api("GET", `/${id}`)).json();
   el("pages").replaceChildren(...collection.pages.map((page, i) => {
@@ -156,6 +158,47 @@ el("done").addEventListener("change", () => guarded(async () => {
   el("saved").textContent = el("done").checked ? "page marked done" : "page marked not done";
   await openCollection(current.collection).then(() => openPage(current.page));
 }));
+// Adaptation: one background job; its state is polled every 2 s until it ends, then the verdict says whether the
+// adapted model reads the user's held-out lines better, and only then can the pages be re-read with it.
+let job = null;
+function describeJob(j) {
+  if (j.state === "running") {
+    const cer = j.progress.val_cer === null ? "" : `, held-out CER ${Math.round(1000 * j.progress.val_cer) / 10}%`;
+    return `adapting on ${j.lines} corrected lines: step ${j.progress.step}${cer}`;
+  }
+  if (j.state === "done") {
+    const v = j.verdict;
+    const cer = (x) => `${Math.round(1000 * x) / 10}%`;
+    return j.checkpoint
+      ? `adapted: it reads your held-out lines at ${cer(v.fine_tuned_greedy)} (the served model: ${cer(v.parent_greedy)})`
+      : "done, but the adapted model reads your held-out lines no better: keep the served model";
+  }
+  return j.state === "cancelled" ? "cancelled" : `failed: ${j.error}`;
+}
+async function poll() {
+  const j = await (await api("GET", `/${current.collection}/jobs/${job.id}`)).json();
+  job = j;
+  el("job-status").textContent = describeJob(j);
+  el("cancel-job").hidden = j.state !== "running";
+  el("adapt").disabled = j.state === "running";
+  el("reread").hidden = !(j.state === "done" && j.checkpoint);
+  if (j.state === "running") setTimeout(() => guarded(poll), 2000);
+}
+el("adapt").addEventListener("click", () => guarded(async () => {
+  const minutes = Number(el("minutes").value);
+  job = await (await api("POST", `/${current.collection}/adapt`, { minutes })).json();
+  await poll();
+}));
+el("cancel-job").addEventListener("click", () => guarded(async () => {
+  await api("DELETE", `/${current.collection}/jobs/${job.id}`);
+}));
+el("reread").addEventListener("click", () => guarded(async () => {
+  el("job-status").textContent = "re-reading the pages…";
+  await api("POST", `/${current.collection}/reread`, { job: job.id });
+  el("job-status").textContent = "pages re-read with the adapted model (your corrections are kept)";
+  if (current.page) await openPage(current.page);
+}));
+
 for (const format of ["labels", "page", "alto"]) {
   el(`export-${format}`).addEventListener("click", () => guarded(() => download(format)));
 }

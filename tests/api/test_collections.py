@@ -173,6 +173,12 @@ def test_adapting_in_the_background(server, page_bytes):
     assert done["progress"]["step"] > 0 and done["verdict"]["use"] in ("parent", "fine_tuned")
     assert done["checkpoint"] is None or done["checkpoint"].endswith("best.pt")
     assert [j["id"] for j in call(server, "GET", f"/{cid}/jobs").json()] == [job["id"]]
+    reread = call(server, "POST", f"/{cid}/reread", json={"job": job["id"]})
+    if done["checkpoint"] is None:  # the tiny parent already reads the fixture lines perfectly: nothing to gain
+        refused(reread, 409, "not_adapted")
+    else:
+        assert reread.status_code == 200 and reread.json()["checkpoint"] == done["checkpoint"]
+    refused(call(server, "POST", f"/{cid}/reread", json={"job": "nope"}), 404, "not_found")
     refused(call(server, "GET", f"/{cid}/jobs/{job['id']}", headers=B), 404, "not_found")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import time
 import zipfile
 
 import httpx
@@ -80,7 +81,7 @@ def test_upload_correct_delete_and_export_in_the_browser(tab, server, page_file)
     count = inputs.count()
     with tab.expect_response("**/lines/*"):
         tab.get_by_role("button", name="Delete line 3 (not writing)").click()
-    tab.wait_for_function(f"document.querySelectorAll('#lines input').length === {count - 1}")
+    tab.wait_for_selector(f"#lines li:nth-child({count}) input", state="detached")
     with tab.expect_response("**/pages/*"):
         tab.check("#done")
 
@@ -95,4 +96,31 @@ def test_upload_correct_delete_and_export_in_the_browser(tab, server, page_file)
     with zipfile.ZipFile(io.BytesIO(open(download.value.path(), "rb").read())) as archive:
         rows = archive.read("lines/labels.tsv").decode().splitlines()[1:]
     assert [row.split("\t")[1] for row in rows] == ["first line corrected", "second line corrected"]
+    assert tab.is_hidden("#error") and tab.js_errors == []
+
+
+def test_adapting_from_the_browser(tab, server, page_file):
+    from tests.api.test_collections import corrected_collection
+
+    class Url:  # what corrected_collection's calls need of a server
+        url = server.url
+
+    cid, count = corrected_collection(Url, page_file.read_bytes(), "adapt from the browser")
+    tab.click("summary")
+    tab.fill("#key", "key-a")
+    tab.dispatch_event("#key", "change")
+    tab.wait_for_selector(f"#collection option[value='{cid}']", state="attached")
+    tab.select_option("#collection", cid)
+    tab.wait_for_selector("#adapt-row:not([hidden])")
+    tab.fill("#minutes", "0.2")
+    with tab.expect_response("**/adapt") as started:
+        tab.click("#adapt")
+    assert started.value.status == 202
+    tab.wait_for_selector("#job-status:has-text('adapting on')", timeout=30_000)
+    deadline = time.monotonic() + 240  # the page polls the job every 2 s (no eval under its CSP: poll here too)
+    while tab.inner_text("#job-status").startswith("adapting") and time.monotonic() < deadline:
+        tab.wait_for_timeout(1000)
+    status = tab.inner_text("#job-status")
+    assert status.startswith("adapted") or "keep the served model" in status, status
+    assert tab.is_hidden("#reread") == ("keep the served model" in status)
     assert tab.is_hidden("#error") and tab.js_errors == []

@@ -141,3 +141,27 @@ def test_nothing_acknowledged_is_lost_under_kill_9(store):
         number = int(texts[ids[i % 2]].split()[1])
         assert number >= i, (texts, acknowledged)
     assert json.loads(json.dumps(texts))  # the database opens and reads cleanly after the kill
+
+
+def test_a_collection_is_read_again_through_its_stored_polygons(store, tiny_checkpoint, lines):
+    from api.routes.collections import _reread
+    from tests.segmentation.test_classical import compose_page
+    from text_recognizer.data.linecut import cut_line
+    from text_recognizer.recognizer import LineRecognizer
+
+    image, truth = compose_page([path.name for path, _ in lines])
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    boxes = [(float(box[0][0]) - 8, float(box[0][1]) - 8, float(box[2][0]) + 8, float(box[2][1]) + 8) for box in truth]
+    polygons = [[[x0, y0], [x1, y0], [x1, y1], [x0, y1]] for x0, y0, x1, y1 in boxes]
+    found = [ReadLine(polygon, None, "unread", 0.1) for polygon in polygons]
+    collection = store.create_collection("", "again")
+    page = store.add_page("", collection["id"], buffer.getvalue(), "p.png", "image/png", image.size, found)
+    store.correct_line("", collection["id"], page["lines"][0]["id"], "kept as corrected")
+    reader = LineRecognizer(tiny_checkpoint, decoder="greedy")
+    reread = _reread(store, "", collection["id"], reader)[0]
+    assert reread["lines"][0]["text"] == "kept as corrected"  # corrections stay
+    crops = [cut_line(image, polygon) for polygon in polygons]
+    expected = [(line.text, round(line.confidence, 6)) for line in reader.predict_lines(crops)]
+    assert [(line["read_text"], round(line["confidence"], 6)) for line in reread["lines"]] == expected
+    assert all(line["text"] == line["read_text"] for line in reread["lines"][1:])  # what the new model read
