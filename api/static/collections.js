@@ -8,6 +8,7 @@ const el = (id) => document.getElementById(id);
 const overlay = el("overlay");
 const SVG = overlay.namespaceURI;
 let current = { collection: "", page: "", imageUrl: "" };
+let job = null;  // the collection's latest adaptation job
 
 function headers(extra = {}) {
   const key = el("key").value.trim();
@@ -56,6 +57,9 @@ async function openCollection(id) {
   el("job-status").textContent = "";
   if (!id) { el("pages").replaceChildren(); return; }
   const collection = await (await api("GET", `/${id}`)).json();
+  const jobs = await (await api("GET", `/${id}/jobs`)).json();  // a job started before a reload: show it again
+  job = jobs.length ? jobs[jobs.length - 1] : null;
+  if (job) await poll();
   el("pages").replaceChildren(...collection.pages.map((page, i) => {
     const item = document.createElement("li");
     const button = document.createElement("button");
@@ -160,7 +164,6 @@ el("done").addEventListener("change", () => guarded(async () => {
 }));
 // Adaptation: one background job; its state is polled every 2 s until it ends, then the verdict says whether the
 // adapted model reads the user's held-out lines better, and only then can the pages be re-read with it.
-let job = null;
 function describeJob(j) {
   if (j.state === "running") {
     const cer = j.progress.val_cer === null ? "" : `, held-out CER ${Math.round(1000 * j.progress.val_cer) / 10}%`;
@@ -176,7 +179,9 @@ function describeJob(j) {
   return j.state === "cancelled" ? "cancelled" : `failed: ${j.error}`;
 }
 async function poll() {
-  const j = await (await api("GET", `/${current.collection}/jobs/${job.id}`)).json();
+  if (!job || job.collection_id !== current.collection) return;  // another collection was opened since
+  const j = await (await api("GET", `/${job.collection_id}/jobs/${job.id}`)).json();
+  if (j.collection_id !== current.collection) return;
   job = j;
   el("job-status").textContent = describeJob(j);
   el("cancel-job").hidden = j.state !== "running";

@@ -117,6 +117,13 @@ def test_adapting_from_the_browser(tab, server, page_file):
         tab.click("#adapt")
     assert started.value.status == 202
     tab.wait_for_selector("#job-status:has-text('adapting on')", timeout=30_000)
+    tab.reload()  # the job runs on the server: a reloaded page finds it again
+    tab.click("summary")
+    tab.fill("#key", "key-a")
+    tab.dispatch_event("#key", "change")
+    tab.wait_for_selector(f"#collection option[value='{cid}']", state="attached")
+    tab.select_option("#collection", cid)
+    tab.wait_for_selector("#job-status:not(:empty)", timeout=30_000)
     deadline = time.monotonic() + 240  # the page polls the job every 2 s (no eval under its CSP: poll here too)
     while tab.inner_text("#job-status").startswith("adapting") and time.monotonic() < deadline:
         tab.wait_for_timeout(1000)
