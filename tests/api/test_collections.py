@@ -50,6 +50,16 @@ def server(tiny_checkpoint, tmp_path_factory):
         srv.stop()
 
 
+def kill_and_restart(server: Server, tiny_checkpoint, data_dir) -> Server:
+    """``kill -9`` the server (nothing is flushed or closed), then a new one on the same data directory."""
+    try:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait()
+    finally:
+        server.stop()
+    return start(tiny_checkpoint, data_dir)
+
+
 def call(server, method: str, path: str, headers=A, **kwargs) -> httpx.Response:
     return httpx.request(method, server.url + ROUTE + path, headers=headers, timeout=120, **kwargs)
 
@@ -125,11 +135,10 @@ def test_an_acknowledged_correction_survives_kill_9(tiny_checkpoint, tmp_path, p
         page = upload(server, cid, ("p.png", page_bytes, "image/png")).json()["pages"][0]
         line = page["lines"][0]["id"]
         assert call(server, "PUT", f"/{cid}/lines/{line}", json={"text": "saved before the crash"}).status_code == 200
-        server.process.send_signal(signal.SIGKILL)
-        server.process.wait()
-    finally:
+    except BaseException:
         server.stop()
-    restarted = start(tiny_checkpoint, tmp_path / "data")
+        raise
+    restarted = kill_and_restart(server, tiny_checkpoint, tmp_path / "data")
     try:
         lines = call(restarted, "GET", f"/{cid}/pages/{page['id']}").json()["lines"]
         assert lines[0]["text"] == "saved before the crash"
@@ -198,11 +207,10 @@ def test_a_server_stopped_mid_job_marks_it_failed_and_stops_it(tiny_checkpoint, 
         cid, _ = corrected_collection(first, page_bytes, "interrupted")
         job = call(first, "POST", f"/{cid}/adapt", json={"minutes": 5}).json()
         time.sleep(3)
-        first.process.send_signal(signal.SIGKILL)
-        first.process.wait()
-    finally:
+    except BaseException:
         first.stop()
-    second = start(tiny_checkpoint, tmp_path / "data")
+        raise
+    second = kill_and_restart(first, tiny_checkpoint, tmp_path / "data")
     try:
         failed = call(second, "GET", f"/{cid}/jobs/{job['id']}").json()
         assert failed["state"] == "failed" and "server stopped" in failed["error"]
