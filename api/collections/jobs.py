@@ -134,7 +134,7 @@ class AdaptJobs:
         """The job: ``state`` (running, done, failed, cancelled), budget, lines, progress (steps so far, the
         last validation CER), the log's last lines, and when done the verdict (which model to use) and the
         adapted checkpoint."""
-        with self.store.transaction() as db:
+        with self.store.transaction(write=False) as db:
             row = db.execute("SELECT * FROM jobs WHERE id = ? AND owner = ? AND collection_id = ?",
                              (job_id, owner, collection_id)).fetchone()
         if row is None:
@@ -150,7 +150,7 @@ class AdaptJobs:
         return out
 
     def jobs(self, owner: str, collection_id: str) -> list[dict]:
-        with self.store.transaction() as db:
+        with self.store.transaction(write=False) as db:
             rows = db.execute("SELECT id FROM jobs WHERE owner = ? AND collection_id = ? ORDER BY created",
                               (owner, collection_id)).fetchall()
         return [self.job(owner, collection_id, row["id"]) for row in rows]

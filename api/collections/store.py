@@ -87,15 +87,17 @@ class CollectionStore:
             db.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A connection in one transaction: committed when the block ends, rolled back on an error."""
+    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """A connection in one transaction: committed when the block ends, rolled back on an error. A writing one
+        takes the write lock at once (``BEGIN IMMEDIATE``: no upgrade deadlock); a reading one never blocks
+        writers (WAL)."""
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA foreign_keys=ON")
-            db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield db
             except BaseException:
@@ -119,13 +121,13 @@ class CollectionStore:
         return self.collection(owner, row[0])
 
     def collections(self, owner: str) -> list[dict]:
-        with self.transaction() as db:
+        with self.transaction(write=False) as db:
             rows = db.execute("SELECT id FROM collections WHERE owner = ? ORDER BY created", (owner,)).fetchall()
         return [self.collection(owner, row["id"]) for row in rows]
 
     def collection(self, owner: str, collection_id: str) -> dict:
         """The collection with its pages (id, filename, size, done, counts of lines and corrected lines)."""
-        with self.transaction() as db:
+        with self.transaction(write=False) as db:
             found = db.execute("SELECT * FROM collections WHERE id = ? AND owner = ?",
                                (collection_id, owner)).fetchone()
             if found is None:
@@ -194,7 +196,7 @@ class CollectionStore:
 
     def page(self, owner: str, collection_id: str, page_id: str) -> dict:
         """A page and its lines (deleted ones left out): each with the text read and the correction, if any."""
-        with self.transaction() as db:
+        with self.transaction(write=False) as db:
             row = self._page_row(db, owner, collection_id, page_id)
             lines = db.execute("SELECT * FROM lines WHERE page_id = ? AND deleted = 0 ORDER BY position",
                                (page_id,)).fetchall()
@@ -204,7 +206,7 @@ class CollectionStore:
 
     def page_image(self, owner: str, collection_id: str, page_id: str) -> tuple[Path, str]:
         """The page image's file and media type."""
-        with self.transaction() as db:
+        with self.transaction(write=False) as db:
             row = self._page_row(db, owner, collection_id, page_id)
         return self.images / row["image"], row["media_type"]
 
@@ -252,7 +254,7 @@ class CollectionStore:
 
     def corrected_lines(self, owner: str, collection_id: str) -> list[tuple[Path, dict]]:
         """Every corrected, undeleted line of the collection with its page image: ``(image, line)``."""
-        with self.transaction() as db:
+        with self.transaction(write=False) as db:
             if db.execute("SELECT 1 FROM collections WHERE id = ? AND owner = ?",
                           (collection_id, owner)).fetchone() is None:
                 raise NotFound(f"no collection {collection_id!r}")
