@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mimetypes
 import os
 import sqlite3
 import time
@@ -164,8 +165,7 @@ class CollectionStore:
     def add_page(self, owner: str, collection_id: str, data: bytes, filename: str, media_type: str,
                  size: tuple[int, int], lines: list[ReadLine]) -> dict:
         """Store a page image and the lines the reader found on it; the page as ``page`` returns it."""
-        suffix = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/tiff": ".tif",
-                  "image/bmp": ".bmp", "image/gif": ".gif"}.get(media_type, ".img")
+        suffix = mimetypes.guess_extension(media_type) or ".bin"
         image = self._write_image(data, suffix)  # before the row that names it commits
         page_id, now = uuid.uuid4().hex, time.time()
         with self.transaction() as db:

@@ -9,6 +9,7 @@ made with it (another key's ids answer 404, as unknown ones do).
 
 from __future__ import annotations
 
+import io
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -183,9 +184,14 @@ async def add_pages(collection_id: str, request: Request, serving: ServingDep, s
 
 
 def _media_type(data: bytes) -> str:
-    signatures = ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"), (b"RIFF", "image/webp"),
-                  (b"II*\x00", "image/tiff"), (b"MM\x00*", "image/tiff"), (b"BM", "image/bmp"), (b"GIF8", "image/gif"))
-    return next((media for magic, media in signatures if data.startswith(magic)), "application/octet-stream")
+    """The stored page's media type, from its header (the page reader has decoded it already)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return Image.MIME.get(image.format or "", "application/octet-stream")
+    except (UnidentifiedImageError, OSError):
+        return "application/octet-stream"
 
 
 @router.get("/{collection_id}/pages/{page_id}", responses=_ERRORS, summary="A page and its lines")
