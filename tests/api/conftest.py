@@ -205,3 +205,21 @@ def server(tiny_checkpoint):
 def pytest_configure(config):
     # Starlette 1.x nudges TestClient users towards httpx2; httpx works and is what we pin.
     config.addinivalue_line("filterwarnings", "ignore:Using `httpx` with `starlette.testclient`")
+
+
+def start_collections_server(tiny_checkpoint: Path, data_dir: Path) -> Server:
+    """A server for the collection routes: its own data directory, two API keys, at most 2 pages a collection."""
+    server = Server({**SERVER_ENV, "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
+                     "TEXT_RECOGNIZER_DATA_DIR": str(data_dir), "TEXT_RECOGNIZER_API_KEYS": "key-a,key-b",
+                     "TEXT_RECOGNIZER_MAX_COLLECTION_PAGES": "2"})
+    server.wait_healthy()
+    return server
+
+
+@pytest.fixture(scope="module")
+def collections_server(tiny_checkpoint, tmp_path_factory):
+    srv = start_collections_server(tiny_checkpoint, tmp_path_factory.mktemp("collections"))
+    try:
+        yield srv
+    finally:
+        srv.stop()

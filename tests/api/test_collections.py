@@ -14,7 +14,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from tests.api.conftest import SERVER_ENV, Server
+from tests.api.conftest import Server, start_collections_server
 from tests.segmentation.test_classical import compose_page
 
 ROUTE = "/v1/collections"
@@ -33,21 +33,9 @@ def page_bytes(lines) -> bytes:
     return png(page)
 
 
-def start(tiny_checkpoint, data_dir) -> Server:
-    server = Server({**SERVER_ENV, "TEXT_RECOGNIZER_CHECKPOINT": str(tiny_checkpoint),
-                     "TEXT_RECOGNIZER_DATA_DIR": str(data_dir), "TEXT_RECOGNIZER_API_KEYS": "key-a,key-b",
-                     "TEXT_RECOGNIZER_MAX_COLLECTION_PAGES": "2"})
-    server.wait_healthy()
-    return server
-
-
 @pytest.fixture(scope="module")
-def server(tiny_checkpoint, tmp_path_factory):
-    srv = start(tiny_checkpoint, tmp_path_factory.mktemp("collections"))
-    try:
-        yield srv
-    finally:
-        srv.stop()
+def server(collections_server):
+    return collections_server
 
 
 def kill_and_restart(server: Server, tiny_checkpoint, data_dir) -> Server:
@@ -57,7 +45,7 @@ def kill_and_restart(server: Server, tiny_checkpoint, data_dir) -> Server:
         server.process.wait()
     finally:
         server.stop()
-    return start(tiny_checkpoint, data_dir)
+    return start_collections_server(tiny_checkpoint, data_dir)
 
 
 def call(server, method: str, path: str, headers=A, **kwargs) -> httpx.Response:
@@ -129,7 +117,7 @@ def test_bad_input_is_a_clear_client_error(server, page_bytes):
 
 
 def test_an_acknowledged_correction_survives_kill_9(tiny_checkpoint, tmp_path, page_bytes):
-    server = start(tiny_checkpoint, tmp_path / "data")
+    server = start_collections_server(tiny_checkpoint, tmp_path / "data")
     try:
         cid = call(server, "POST", "", json={"name": "durable"}).json()["id"]
         page = upload(server, cid, ("p.png", page_bytes, "image/png")).json()["pages"][0]
@@ -202,7 +190,7 @@ def test_a_job_can_be_cancelled_and_needs_corrected_lines(server, page_bytes):
 
 
 def test_a_server_stopped_mid_job_marks_it_failed_and_stops_it(tiny_checkpoint, tmp_path, page_bytes):
-    first = start(tiny_checkpoint, tmp_path / "data")
+    first = start_collections_server(tiny_checkpoint, tmp_path / "data")
     try:
         cid, _ = corrected_collection(first, page_bytes, "interrupted")
         job = call(first, "POST", f"/{cid}/adapt", json={"minutes": 5}).json()

@@ -14,19 +14,9 @@ import httpx
 import pytest
 
 from tests.api.test_browser import CHROMIUM, FLAGS, playwright_api, pytestmark  # noqa: F401 - the same skips
-from tests.api.test_collections import start
 from tests.segmentation.test_classical import compose_page
 
 KEY = {"X-API-Key": "key-a"}
-
-
-@pytest.fixture(scope="module")
-def server(tiny_checkpoint, tmp_path_factory):
-    srv = start(tiny_checkpoint, tmp_path_factory.mktemp("browser-collections"))
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +28,7 @@ def page_file(lines, tmp_path_factory):
 
 
 @pytest.fixture
-def tab(server, tmp_path):
+def tab(collections_server, tmp_path):
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=CHROMIUM,
                                                        headless=True, args=FLAGS, accept_downloads=True,
@@ -47,7 +37,7 @@ def tab(server, tmp_path):
             tab = browser.new_page()
             errors: list[str] = []
             tab.on("pageerror", lambda error: errors.append(str(error)))
-            tab.goto(server.url + "/collections")
+            tab.goto(collections_server.url + "/collections")
             tab.js_errors = errors
             yield tab
         finally:
@@ -55,7 +45,8 @@ def tab(server, tmp_path):
             shutil.rmtree(tmp_path / "profile", ignore_errors=True)
 
 
-def test_upload_correct_delete_and_export_in_the_browser(tab, server, page_file):
+def test_upload_correct_delete_and_export_in_the_browser(tab, collections_server, page_file):
+    server = collections_server
     assert tab.title() == "Collections: read and correct pages"
     tab.click("summary")
     tab.fill("#key", "key-a")
@@ -99,7 +90,8 @@ def test_upload_correct_delete_and_export_in_the_browser(tab, server, page_file)
     assert tab.is_hidden("#error") and tab.js_errors == []
 
 
-def test_adapting_from_the_browser(tab, server, page_file):
+def test_adapting_from_the_browser(tab, collections_server, page_file):
+    server = collections_server
     from tests.api.test_collections import corrected_collection
 
     class Url:  # what corrected_collection's calls need of a server
