@@ -15,7 +15,7 @@ from dataclasses import replace
 from api.errors import APIError
 from api.serving import ImageInput, Serving
 from text_recognizer.page_formats import page_json, render
-from text_recognizer.page_reader import PageResult
+from text_recognizer.page_result import PageResult
 
 #: What ``?format=`` gives for the file formats.
 FILE_MEDIA_TYPES = {"pdf": "application/pdf", "hocr": "application/xhtml+xml"}

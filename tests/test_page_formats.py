@@ -12,7 +12,7 @@ import pytest
 
 from text_recognizer.data.layout import read_layout
 from text_recognizer.page_formats import alto_xml, page_json, page_xml, render, write_xml
-from text_recognizer.page_reader import PageLine, PageResult, PageWord
+from text_recognizer.page_result import PageLine, PageResult, PageWord
 
 etree = pytest.importorskip("lxml.etree")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from text_recognizer.page_reader import PageLine, PageResult, PageWord
+from text_recognizer.page_result import PageLine, PageResult, PageWord
 
 
 def _bbox(box: tuple[float, float, float, float], width: int, height: int) -> str:

@@ -21,8 +21,9 @@ from PIL import Image
 from text_recognizer.codec import Codec
 from text_recognizer.data.folder import open_image
 from text_recognizer.decoding.bundle_set import BundleSet
-from text_recognizer.decoding.decoder import DECODERS, Geometry
+from text_recognizer.decoding.decoder import Geometry
 from text_recognizer.decoding.line_decoders import LanguageDecoders
+from text_recognizer.decoding.names import DECODERS
 from text_recognizer.export import METADATA_KEY
 from text_recognizer.line_batches import LineReader
 from text_recognizer.stem import preprocess

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from text_recognizer.inputs import image_extensions
 from text_recognizer.page_formats import XML_FORMATS
-from text_recognizer.page_reader import PageResult
+from text_recognizer.page_result import PageResult
 
 #: Output formats written one file per input file (all its pages in one), beside the per-page XML formats.
 FILE_FORMATS = ("pdf", "hocr")

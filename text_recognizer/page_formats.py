@@ -35,7 +35,7 @@ from pathlib import Path
 
 from text_recognizer import __version__
 from text_recognizer.decoding.language import LANGUAGES
-from text_recognizer.page_reader import PageLine, PageResult, Point
+from text_recognizer.page_result import PageLine, PageResult, Point
 
 PAGE_NAMESPACE = "http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15"
 PAGE_SCHEMA = f"{PAGE_NAMESPACE}/pagecontent.xsd"

@@ -20,11 +20,13 @@ import torch
 from PIL import Image
 
 from text_recognizer.checkpoint import LOSS_OF_OUTPUT_KIND, CheckpointError, load_checkpoint
+from text_recognizer.cli_types import positive_float, positive_int
 from text_recognizer.data.folder import open_image
 from text_recognizer.decoding.bundle import LanguageModelError
 from text_recognizer.decoding.bundle_set import BundleSet
-from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
+from text_recognizer.decoding.decoder import Geometry, LineDecoder
 from text_recognizer.decoding.line_decoders import LanguageDecoders
+from text_recognizer.decoding.names import DECODERS
 from text_recognizer.decoding.options import add_decoder_arguments, decoder_kwargs
 from text_recognizer.line_batches import LineReader
 from text_recognizer.progress import PROGRESS_THRESHOLD
@@ -146,7 +148,7 @@ class LineRecognizer(LineReader):
 def build_parser() -> argparse.ArgumentParser:
     from text_recognizer.outputs import FORMATS  # CLI modules load here: the library import stays light
     from text_recognizer.page_files import WRITTEN_FORMATS
-    from text_recognizer.page_reader import MAX_PAGE_PIXELS, add_page_reader_arguments
+    from text_recognizer.page_options import MAX_PAGE_PIXELS, add_page_reader_arguments
     from text_recognizer.pdf.pages import MAX_PDF_PAGES
 
     parser = argparse.ArgumentParser(
@@ -198,28 +200,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cpu", help="torch device")
     add_decoder_arguments(parser)
     return parser
-
-
-def positive_float(text: str) -> float:
-    """An argparse type: a number above 0 (the batch command's flags use it too)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from PIL import Image
 from api.collections.store import CollectionStore
 from text_recognizer.data.linecut import cut_line
 from text_recognizer.page_formats import render
-from text_recognizer.page_reader import PageLine, PageResult
+from text_recognizer.page_result import PageLine, PageResult
 
 FORMATS = ("labels", "page", "alto")
 

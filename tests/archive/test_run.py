@@ -28,9 +28,14 @@ def manifest(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
 
 
-def batch(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "text_recognizer.archive.cli", *args, "--progress", "never"],
+def batch(*args: str, timeout: float = 600, python: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *python, "-m", "text_recognizer.archive.cli", *args, "--progress", "never"],
                           capture_output=True, text=True, cwd=REPO, timeout=timeout)
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules ``python -X importtime`` says a process imported."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
 
 
 def test_a_local_run_then_a_second_run_that_only_retries_failures(tmp_path):
@@ -62,8 +67,11 @@ def test_a_ray_run_from_the_command_line(tmp_path):
     scans = make_collection(tmp_path / "scans", images=3)
     (scans / "box2" / "broken.pdf").unlink()
     out = tmp_path / "out"
-    done = batch(str(scans), "--output", str(out), "--format", "json,pdf", timeout=900)
+    done = batch(str(scans), "--output", str(out), "--format", "json,pdf", timeout=900, python=("-X", "importtime"))
     assert done.returncode == 0, done.stderr[-3000:]
+    # the driver plans pages, collects records and writes the PDFs: it never loads torch (the actors do); that saved
+    # 1.5-2 s of a 50-page run's start (benchmarks/results/batch.md)
+    assert "ray" in imported(done.stderr) and "torch" not in imported(done.stderr)
     assert "5 pages: 0 done before, 5 read now, 0 failed" in done.stdout
     records = manifest(out)
     assert sorted(record["id"] for record in records) == sorted(

@@ -103,26 +103,6 @@ def test_path_has_one_class_per_frame() -> None:
     assert BeamDecoder(CODEC).best_path(torch.zeros(0, CODEC.num_classes)) == []
 
 
-@pytest.mark.parametrize(("kwargs", "error"), [
-    ({"beam_width": 0}, ValueError), ({"beam_width": 2.0}, ValueError), ({"token_beam": 0}, ValueError),
-    ({"lm_weight": -1.0}, ValueError), ({"lm_weight": "high"}, TypeError), ({"word_bonus": None}, TypeError),
-    ({"threshold": 0.0}, ValueError), ({"word_lm_weight": -0.1}, ValueError), ({"oov_penalty": -1.0}, ValueError),
-    ({"word_lm_bonus": "x"}, TypeError), ({"rescore_lm_weight": -0.5}, ValueError),
-    ({"blank_penalty": -0.5}, ValueError), ({"blank_penalty": "x"}, TypeError), ({"corrections": -1}, ValueError),
-    ({"correction_distance": 1.5}, ValueError), ({"corrections": True}, ValueError),
-])
-def test_bad_options(kwargs, error) -> None:
-    with pytest.raises(error, match=next(iter(kwargs))):
-        BeamOptions(**kwargs)
-
-
-def test_from_dict_rejects_unknown_names() -> None:
-    options = BeamOptions.from_dict({"beam_width": 3, "other": 1}, lm_weight=0.5)
-    assert options == BeamOptions(beam_width=3, lm_weight=0.5)
-    with pytest.raises(TypeError, match="beam_size"):
-        BeamOptions.from_dict(None, beam_size=3)
-
-
 def test_bad_inputs() -> None:
     decoder = BeamDecoder(CODEC)
     with pytest.raises(ValueError, match="log_probs"):

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from tests.pdf.make import composed_page, scan_pdf
-from text_recognizer.page_reader import PageLine, PageResult, PageWord
+from text_recognizer.page_result import PageLine, PageResult, PageWord
 from text_recognizer.pdf.text_layer import PageSource, searchable_pdf
 
 pdfium = pytest.importorskip("pypdfium2")

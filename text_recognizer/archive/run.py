@@ -162,8 +162,10 @@ def _quiet_ray() -> None:
 def _file_outputs(tasks: list[PageTask], settings: BatchSettings) -> None:
     """Whole-file outputs (searchable PDF, hOCR) for every file whose pages are all done, and per-page XML a run
     with other formats left out, written from the pages' JSON results."""
+    if not any(f in XML_FORMATS or f in FILE_FORMATS for f in settings.formats):
+        return  # JSON only: the workers wrote everything
     from text_recognizer.page_formats import render
-    from text_recognizer.page_reader import PageResult
+    from text_recognizer.page_result import PageResult
 
     by_file: dict[str, list[PageTask]] = {}
     for task in tasks:

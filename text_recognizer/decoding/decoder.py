@@ -32,9 +32,8 @@ from text_recognizer.decoding import calibration as cal
 from text_recognizer.decoding.beam import BeamDecoder, BeamOptions
 from text_recognizer.decoding.bundle import arpa_text, lexicon_words
 from text_recognizer.decoding.greedy import DecodedLine, Span, runs
+from text_recognizer.decoding.names import DECODERS
 from text_recognizer.decoding.word_lm import WordLanguageModel
-
-DECODERS = ("greedy", "beam")
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,10 @@ import torch
 
 from text_recognizer.codec import Codec
 from text_recognizer.decoding.bundle_set import BundleSet
-from text_recognizer.decoding.decoder import DECODERS, Geometry, LineDecoder
+from text_recognizer.decoding.decoder import Geometry, LineDecoder
 from text_recognizer.decoding.greedy import DecodedLine, collapse
 from text_recognizer.decoding.language import AUTO, choose_language, parse_language
+from text_recognizer.decoding.names import DECODERS
 from text_recognizer.decoding.readings import available_readings, bundle_for_readings
 
 #: One line to decode: its valid ``(T, C)`` log-probabilities and the frame -> pixel mapping of its image.

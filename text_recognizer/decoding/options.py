@@ -1,14 +1,14 @@
 """The decoding flags every command-line tool shares (``--decoder``, ``--readings``, ``--language``, beam options),
-and the ``LineRecognizer`` keyword arguments they mean, so the CLI, the evaluation and the benchmarks agree."""
+and the ``LineRecognizer`` keyword arguments they mean, so the CLI, the evaluation and the benchmarks agree.
+Imports no torch: the batch command's driver parses these flags but never reads a line."""
 
 from __future__ import annotations
 
 import argparse
 
-from text_recognizer.decoding.beam import BeamOptions
-from text_recognizer.decoding.decoder import DECODERS
+from text_recognizer.decoding.beam_options import BeamOptions
 from text_recognizer.decoding.language import AUTO, LanguageError, parse_language
-from text_recognizer.decoding.readings import READINGS
+from text_recognizer.decoding.names import DECODERS, READINGS
 
 
 def language_argument(text: str) -> str:

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-READINGS = (1, 3)
+from text_recognizer.decoding.names import READINGS
 
 #: Pixels the copies move by when there is no bundle to say (measured on the 40-px bundled model).
 DEFAULT_SHIFT = 2

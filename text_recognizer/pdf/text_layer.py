@@ -22,7 +22,7 @@ from pathlib import Path
 
 from PIL import Image, ImageOps
 
-from text_recognizer.page_reader import PageResult
+from text_recognizer.page_result import PageResult
 from text_recognizer.pdf import PDFIUM_LOCK
 from text_recognizer.pdf.glyphless import ADVANCE, ASCENT, DESCENT, UNITS_PER_EM, glyphless_font
 from text_recognizer.pdf.pages import DEFAULT_DPI, open_pdf

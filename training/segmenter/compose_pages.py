@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from text_recognizer.data.folder import read_labels
 from text_recognizer.page_formats import page_xml
-from text_recognizer.page_reader import PageLine, PageResult
+from text_recognizer.page_result import PageLine, PageResult
 from text_recognizer.segmentation.synthetic import SyntheticPage, compose_page
 
 PLACEHOLDER = "synthetic"
