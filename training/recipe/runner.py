@@ -86,7 +86,9 @@ def run_recipe(recipe: Recipe, train: TrainMain, until: str | None = None, only:
             stage = step.stage
             if step.done is not None:
                 if step.selected:
-                    print(f"[recipe] {stage.name}: {step.status}; skipped")
+                    again = f" (delete {shown(marker(recipe, stage), recipe.work)} to run it again)"
+                    hint = again if step.changed else ""
+                    print(f"[recipe] {stage.name}: {step.status}; skipped{hint}")
                 continue
             if not step.selected:
                 continue

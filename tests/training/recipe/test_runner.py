@@ -126,6 +126,13 @@ def test_tiny_recipe_runs_end_to_end_and_a_rerun_skips_done_stages(tmp_path, cap
     assert main(["--recipe", str(path), "--recipe-dir", str(work), "--dry-run"]) == 0
     assert capsys.readouterr().out.count("  done in ") == 3
 
+    # A done stage whose definition changed is still skipped, and the run says how to run it again.
+    swap = {"args: runs/a/best.pt runs/b/best.pt": "args: runs/b/best.pt runs/a/best.pt"}
+    changed = tiny_recipe(tmp_path / "changed.yaml", **swap)
+    assert main(["--recipe", str(changed), "--recipe-dir", str(work), "--only", "mean"]) == 0
+    out = capsys.readouterr().out
+    assert "(recipe changed since: not rerun)" in out and "delete .recipe/mean.done.json to run it again" in out
+
     # A done stage's output removed to save disk matters only to a stage that still needs it.
     (work / "models/mean.pt").unlink()
     assert main(["--recipe", str(path), "--recipe-dir", str(work), "--dry-run"]) == 0
