@@ -1,13 +1,15 @@
-"""CER of two checkpoints on each source's val lines and on the fixed sets, side by side, in one run.
+"""CER of checkpoints on each source's val lines and on the fixed sets, side by side, in one run.
 
     PYTHONPATH=. python benchmarks/source_cer.py --candidate NEW.pt                     # against the bundled model
+    PYTHONPATH=. python benchmarks/source_cer.py --candidate A.pt B.pt --baseline OLD.pt  # two candidates at once
     PYTHONPATH=. python benchmarks/source_cer.py --candidate NEW.pt --decoder beam --language fr --sets sources
 
 Why: a model trained on many collections must be judged collection by collection; a pooled CER hides the source
 that got worse. For every prepared source of ``data/`` (its ``val/`` documents, never trained on) and the fixed sets
-under ``--shared`` (IAM val, Copiste val, Stanford 1905, Washington 1755, where present), reads every line with both
-checkpoints (the same decoder settings) and prints a Markdown table: lines, CER natural spacing of each, and the
-candidate / baseline ratio. ``--json`` writes the figures for results files.
+under ``--shared`` (IAM val, Copiste val, Stanford 1905, Washington 1755, where present), reads every line with each
+checkpoint (the same decoder settings) and prints a Markdown table: lines, CER natural spacing of each, and each
+candidate / baseline ratio (several candidates share the baseline's run). ``--json`` writes the figures for
+results files.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def folders(args) -> dict[str, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--candidate", type=Path, required=True, help="checkpoint being measured")
+    parser.add_argument("--candidate", type=Path, nargs="+", required=True, help="checkpoint(s) being measured")
     parser.add_argument("--baseline", type=Path, default=None, help="checkpoint to compare with (default: bundled)")
     parser.add_argument("--sets", choices=("all", "fixed", "sources"), default="all")
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data", help="the fixed sets' folder")
@@ -51,23 +53,27 @@ def main(argv: list[str] | None = None) -> int:
     add_decoder_arguments(parser)
     args = parser.parse_args(argv)
     kwargs = decoder_kwargs(args)
-    readers = {"baseline": LineRecognizer(args.baseline, **kwargs),
-               "candidate": LineRecognizer(args.candidate, **kwargs)}
+    readers = {"baseline": LineRecognizer(args.baseline, **kwargs)}
+    names = [f"candidate {i + 1}" if len(args.candidate) > 1 else "candidate" for i in range(len(args.candidate))]
+    readers.update({name: LineRecognizer(path, **kwargs) for name, path in zip(names, args.candidate, strict=True)})
+    for name, path in zip(names, args.candidate, strict=True):
+        print(f"{name}: {path}")
     rows = []
-    print("| set | lines | baseline CER | candidate CER | ratio |")
-    print("|---|---:|---:|---:|---:|")
+    print("| set | lines | baseline CER | " + " | ".join(f"{name} CER | ratio" for name in names) + " |")
+    print("|---|---:|---:|" + "---:|---:|" * len(names))
     for name, folder in folders(args).items():
         scores = {}
         for role, reader in readers.items():
             result = evaluate_folder(reader, folder)
             scores[role], lines = result["cer_natural"], result["n"]
-        ratio = scores["candidate"] / scores["baseline"] if scores["baseline"] else float("nan")
-        rows.append({"set": name, "lines": lines, **scores, "ratio": ratio})
-        print(f"| {name} | {lines:,} | {scores['baseline']:.2%} | {scores['candidate']:.2%} | {ratio:.3f} |",
-              flush=True)
+        ratios = {role: scores[role] / scores["baseline"] if scores["baseline"] else float("nan") for role in names}
+        rows.append({"set": name, "lines": lines, **scores, **{f"ratio {role}": v for role, v in ratios.items()}})
+        cells = " | ".join(f"{scores[role]:.2%} | {ratios[role]:.3f}" for role in names)
+        print(f"| {name} | {lines:,} | {scores['baseline']:.2%} | {cells} |", flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"decoder": args.decoder, "language": getattr(args, "language", None),
-                                         "rows": rows}, indent=1), encoding="utf-8")
+        figures = {"candidates": [str(p) for p in args.candidate], "decoder": args.decoder,
+                   "language": getattr(args, "language", None), "rows": rows}
+        args.json.write_text(json.dumps(figures, indent=1), encoding="utf-8")
     return 0
 
 
