@@ -29,9 +29,9 @@ def _formats(text: str) -> tuple[str, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from text_recognizer.cli_types import positive_float, positive_int
     from text_recognizer.decoding.options import add_decoder_arguments
     from text_recognizer.page_options import MAX_PAGE_PIXELS, add_page_reader_arguments
-    from text_recognizer.cli_types import positive_float, positive_int
 
     parser = argparse.ArgumentParser(prog="text-recognizer-batch", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
