@@ -63,6 +63,8 @@ def _flags(folder: Path, run_dir: Path) -> list[str]:
         "0",
         "--device",
         "cpu",
+        "--threads",  # fixed, as in tiny_config: auto follows the load, and another count breaks bit-exactness
+        "2",
         "--run-dir",
         str(run_dir),
     ]
