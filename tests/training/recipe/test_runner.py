@@ -65,11 +65,13 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     names = [stage.name for stage in recipe.stages]
     trains = [stage for stage in recipe.stages if stage.kind == "train"]
     # 15 model-card stages (1 and 7 in two runs each) and their export, then stage 16 on the archives of data/ (#72),
-    # the mean that ships (crnn-latin-2026.12.06b), its decoder bundles and its export
-    assert len(trains) == 18 and names[names.index("export") + 1:] == [
+    # the mean that ships (crnn-latin-2026.12.06b), its decoder bundles and its export, the segmenter on archival
+    # pages, and stage 17 (#72)
+    assert len(trains) == 19 and names[names.index("export") + 1:] == [
         "sources", "pack-sources40", "s16-archives", "s16-soup", "french-text-archives", "lm-fr-archives",
         "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
-        "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives"]
+        "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives",
+        "s17-archives"]
     # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
     outside = (Path(recipe.variables["data"]),)  # the data setting, nothing beside the repository
     for stage in recipe.stages:
@@ -79,7 +81,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     # The model card's "about 20.5 CPU-hours and 6.5 H200-minutes": the measured minutes of the train stages.
     cpu = sum(s.expected[0].minutes for s in trains if "CPU" in s.expected[0].machine)
     gpu = [s.expected[0] for s in trains if "H200" in s.expected[0].machine]
-    assert cpu == 1147 + 86 + 82 and [e.minutes for e in gpu] == [6.5]
+    assert cpu == 1147 + 86 + 82 + 80 and [e.minutes for e in gpu] == [6.5]
 
     data = tmp_path / "data"  # --set data=...: the folders the recipe reads, empty here (nothing runs)
     for folder in ("iam/train", "iam/train_extra", "iam/val", "stanford_memorials_1905", "gw_washington_1755",
@@ -90,7 +92,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == 0  # every stage reads its data from the data setting, none from beside the repository
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,500" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,580" in out
     assert "--max-steps 8224" in out and "done: 0 of 62 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
