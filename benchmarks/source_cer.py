@@ -61,15 +61,33 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print("| set | lines | baseline CER | " + " | ".join(f"{name} CER | ratio" for name in names) + " |")
     print("|---|---:|---:|" + "---:|---:|" * len(names))
+    empty, pooled = [], {"lines": 0, "characters": 0, **{role: 0.0 for role in readers}}
     for name, folder in folders(args).items():
         scores = {}
         for role, reader in readers.items():
             result = evaluate_folder(reader, folder)
             scores[role], lines = result["cer_natural"], result["n"]
+        if not lines:  # a source whose snapshot lacks every val image: no row of 0% against 0%
+            empty.append(name)
+            continue
         ratios = {role: scores[role] / scores["baseline"] if scores["baseline"] else float("nan") for role in names}
         rows.append({"set": name, "lines": lines, **scores, **{f"ratio {role}": v for role, v in ratios.items()}})
         cells = " | ".join(f"{scores[role]:.2%} | {ratios[role]:.3f}" for role in names)
         print(f"| {name} | {lines:,} | {scores['baseline']:.2%} | {cells} |", flush=True)
+        if name not in FIXED:  # the sources pooled by their reference characters, as one large val set
+            characters = sum(len(text) for text in result["references"])
+            pooled["lines"] += lines
+            pooled["characters"] += characters
+            for role in readers:
+                pooled[role] += scores[role] * characters
+    if pooled["characters"]:
+        means = {role: pooled[role] / pooled["characters"] for role in readers}
+        cells = " | ".join(f"{means[role]:.2%} | {means[role] / means['baseline']:.3f}" for role in names)
+        print(f"| data/ sources, pooled by characters | {pooled['lines']:,} | {means['baseline']:.2%} | {cells} |")
+        rows.append({"set": "data/ sources, pooled by characters", "lines": pooled["lines"], **means,
+                     **{f"ratio {role}": means[role] / means["baseline"] for role in names}})
+    if empty:
+        print(f"no val lines (left out): {', '.join(empty)}")
     if args.json:
         figures = {"candidates": [str(p) for p in args.candidate], "decoder": args.decoder,
                    "language": getattr(args, "language", None), "rows": rows}

@@ -81,7 +81,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     # The model card's "about 20.5 CPU-hours and 6.5 H200-minutes": the measured minutes of the train stages.
     cpu = sum(s.expected[0].minutes for s in trains if "CPU" in s.expected[0].machine)
     gpu = [s.expected[0] for s in trains if "H200" in s.expected[0].machine]
-    assert cpu == 1147 + 86 + 82 + 80 and [e.minutes for e in gpu] == [6.5]
+    assert cpu == 1147 + 86 + 82 + 76 and [e.minutes for e in gpu] == [6.5]
 
     data = tmp_path / "data"  # --set data=...: the folders the recipe reads, empty here (nothing runs)
     for folder in ("iam/train", "iam/train_extra", "iam/val", "stanford_memorials_1905", "gw_washington_1755",
@@ -92,7 +92,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == 0  # every stage reads its data from the data setting, none from beside the repository
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,580" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,576" in out
     assert "--max-steps 8224" in out and "done: 0 of 62 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
