@@ -8,8 +8,9 @@ Why: a model trained on many collections must be judged collection by collection
 that got worse. For every prepared source of ``data/`` (its ``val/`` documents, never trained on) and the fixed sets
 under ``--shared`` (IAM val, Copiste val, Stanford 1905, Washington 1755, where present), reads every line with each
 checkpoint (the same decoder settings) and prints a Markdown table: lines, CER natural spacing of each, and each
-candidate / baseline ratio (several candidates share the baseline's run). ``--json`` writes the figures for
-results files.
+candidate / baseline ratio (several candidates share the baseline's run), then the sources pooled by their
+reference characters (one large val set; a source with no val lines, whose snapshot lacks its images, is left out
+and named). ``--json`` writes the figures for results files.
 """
 
 from __future__ import annotations
