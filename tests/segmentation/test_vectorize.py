@@ -41,3 +41,11 @@ def test_word_gaps_do_not_split_a_line_and_specks_are_dropped():
 def test_nothing_found_on_empty_maps():
     empty = np.zeros((50, 50), np.float32)
     assert vectorize(empty, empty) == []
+
+
+def test_slivers_between_lines_are_dropped_and_a_short_last_line_kept():
+    # Three lines, a short last one (a signature), and a thin flourish of core between the first two.
+    region, core = maps([(30, 10, 280), (90, 10, 280), (150, 200, 260)], size=(170, 300))
+    region[54:58, 100:160], core[54:57, 100:160] = 0.9, 0.9  # 4 px high where lines are 30, yet long enough
+    found = sorted(vectorize(region, core), key=lambda line: line[1][0][1])
+    assert [round(line[1][0][1]) for line in found] == [30, 90, 150]

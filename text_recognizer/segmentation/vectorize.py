@@ -14,6 +14,10 @@ The steps:
    ``REACH``. Ascenders and descenders that touch are thus split between their lines instead of merging them.
 4. **Geometry**: the polygon follows the upper and lower edges of the line's pixels in x bins one core
    height wide; the baseline follows the lower edge of its core in the same bins, smoothed.
+5. **Slivers**: a line far thinner than the page's median line (``MIN_HEIGHT_SHARE``), or far shorter
+   (``MIN_LENGTH_SHARE``), is dropped: on cursive pages the loops of ascenders and descenders that reach into
+   the gap between two lines, paper grain and show-through give thin pieces of core that no transcriber calls
+   a line. Relative to the page, so small writing on a page of small writing stays.
 """
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ JOIN = 4.0
 #: A line's core is at least this many core heights long.
 MIN_LENGTH = 2.0
 #: A line's mean core probability (over its core pixels, those above ``THRESHOLD``) is at least this.
-MIN_SCORE = 0.8
+#: 0.85 rather than 0.8 since seg-2026.12.07a: chosen with the sliver shares below on the val pages of the sources of
+#: ``data/`` (detection F1, Copiste val kept >= 0.99; ``benchmarks/results/page_reading.md``).
+MIN_SCORE = 0.85
+#: A line's polygon is at least this share of the page's median line height...
+MIN_HEIGHT_SHARE = 0.5
+#: ...and its baseline at least this share of the page's median baseline length.
+MIN_LENGTH_SHARE = 0.1
 #: Region pixels further than this many core heights from every core belong to no line.
 REACH = 3.0
 #: Ink-hugging polygons are padded by this many core heights above and below the ink.
@@ -91,7 +101,18 @@ def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
         found = _geometry(mine, line_core, box, step, pad)
         if found is not None:
             lines.append(found)
-    return lines
+    return without_slivers(lines)
+
+
+def without_slivers(lines: list[tuple[list[Point], list[Point]]]) -> list[tuple[list[Point], list[Point]]]:
+    """``lines`` less those whose polygon is under ``MIN_HEIGHT_SHARE`` of the median polygon height or whose
+    baseline is under ``MIN_LENGTH_SHARE`` of the median baseline length (step 5 of the module's docstring)."""
+    if len(lines) < 2:
+        return lines
+    heights = np.array([max(y for _, y in polygon) - min(y for _, y in polygon) for polygon, _ in lines])
+    lengths = np.array([baseline[-1][0] - baseline[0][0] for _, baseline in lines])
+    keep = (heights >= MIN_HEIGHT_SHARE * np.median(heights)) & (lengths >= MIN_LENGTH_SHARE * np.median(lengths))
+    return [line for line, kept in zip(lines, keep) if kept]
 
 
 def _owners(labels: np.ndarray, reach: float) -> np.ndarray:
