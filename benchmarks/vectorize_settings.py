@@ -19,8 +19,6 @@ import argparse
 import glob
 from pathlib import Path
 
-import numpy as np
-
 from text_recognizer.data.folder import open_image
 from text_recognizer.segmentation import vectorize as vectorize_module
 from text_recognizer.segmentation.learned import LearnedSegmenter, _map_ink, working_page
@@ -98,5 +96,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     main()
