@@ -21,7 +21,7 @@ from pathlib import Path
 
 from text_recognizer.data.folder import open_image
 from text_recognizer.segmentation import vectorize as vectorize_module
-from text_recognizer.segmentation.learned import LearnedSegmenter, _map_ink, working_page
+from text_recognizer.segmentation.learned import LearnedSegmenter, map_ink, working_page
 from text_recognizer.segmentation.scoring import detection_scores, score_page
 from training.segmenter.page_evaluation import load_page
 
@@ -42,7 +42,7 @@ def page_maps(xml: Path, segmenter: LearnedSegmenter) -> dict:
     page = load_page(xml)
     gray, size = working_page(open_image(page.image), segmenter.work_side)
     region, core = segmenter.maps(gray)
-    return {"region": region, "core": core, "ink": _map_ink(gray, region.shape) if segmenter.hug_ink else None,
+    return {"region": region, "core": core, "ink": map_ink(gray, region.shape) if segmenter.hug_ink else None,
             "size": size, "true": [line.polygon for line in page.lines], "counted": page.counted,
             "regions": page.regions}
 

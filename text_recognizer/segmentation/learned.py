@@ -109,7 +109,7 @@ class LearnedSegmenter:
             return []
         region, core = self.maps(gray)
         sx, sy = width / region.shape[1], height / region.shape[0]  # map pixel -> page pixels
-        ink = _map_ink(gray, region.shape) if self.hug_ink else None
+        ink = map_ink(gray, region.shape) if self.hug_ink else None
         lines = []
         for polygon, baseline in vectorize(region, core, self.threshold, ink):
             lines.append(FoundLine(tuple((x * sx, y * sy) for x, y in polygon),
@@ -117,7 +117,7 @@ class LearnedSegmenter:
         return reading_order(lines)
 
 
-def _map_ink(gray: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+def map_ink(gray: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """The working page's ink (``classical.ink_map``) at the maps' half size: a map pixel is ink if any of its
     four page pixels is."""
     ink = ink_map(gray)
