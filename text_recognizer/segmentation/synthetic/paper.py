@@ -16,7 +16,7 @@ import math
 import numpy as np
 from PIL import Image, ImageChops, ImageFilter
 
-from text_recognizer.segmentation.synthetic.marks import holes, stamp
+from text_recognizer.segmentation.synthetic.marks import holes, letterhead, stamp
 from text_recognizer.segmentation.synthetic.patterns import margin_rule, rules, weave
 from text_recognizer.segmentation.synthetic.style import Style
 
@@ -38,7 +38,7 @@ def darken(plane: Image.Image, cover: Image.Image, amount: float,
 
 def finish(canvas: np.ndarray, style: Style, phase: float, rng: np.random.Generator) -> Image.Image:
     """The page image: paper (tone, light, texture, pixel noise, woven or laid threads, rules,
-    bleed-through, stamp) darkened by the ink (``canvas``, 255: full ink), then punch holes and JPEG.
+    bleed-through, stamp, letterhead) darkened by the ink (``canvas``, 255: full ink), then punch holes and JPEG.
 
     The pixel noise goes into the light field, before the ink and the channels: one pass instead of
     one per channel, and it then scales with the light like a camera's shot noise."""
@@ -54,6 +54,7 @@ def finish(canvas: np.ndarray, style: Style, phase: float, rng: np.random.Genera
     ruling = rules(style, phase)
     margin = margin_rule(style) if style.margin_rule else None
     mark = stamp(style, rng) if style.stamp else None
+    printed = letterhead(style, rng) if style.letterhead else None
     punched = holes(style, rng) if style.holes else []
     for threads in weave(style, rng):  # drawn last: the rest of the page does not depend on it
         field = ImageChops.multiply(field, threads)
@@ -67,8 +68,7 @@ def finish(canvas: np.ndarray, style: Style, phase: float, rng: np.random.Genera
         plane = field if ruling is None else darken(field, ruling, style.grid_strength * (1 - rule))
         if margin is not None:
             plane = darken(plane, margin[1], 0.8 * (1 - red), margin[0])
-        if mark is not None:
-            box, cover, colour = mark
+        for box, cover, colour in filter(None, (mark, printed)):
             plane = darken(plane, cover, 1 - float(colour[channel] if style.rgb else colour @ (0.299, 0.587, 0.114)),
                            box)
         # The paper's tone rides on the ink's lookup table: one pass less per channel.

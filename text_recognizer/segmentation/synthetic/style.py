@@ -7,6 +7,7 @@ paper only read it. A test fixes one feature with ``dataclasses.replace`` and le
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -24,6 +25,9 @@ PAGE_ANGLE, LINE_ANGLE = 5.0, 1.5
 WEAVE = 0.15
 #: Thread pitch of woven or laid paper, px per 1000 px of page width.
 WEAVE_PITCH = (2.5, 5.0)
+#: Share of pages under a printed letterhead (``marks.letterhead``), and the top margin it takes (share of the
+#: page height): the 1905 letters show why (a letterhead read as lines of handwriting, issue #73).
+LETTERHEAD, LETTERHEAD_BAND = 0.3, (0.1, 0.2)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Style:
     margin_rule: bool           # a red vertical rule left of the text
     bleed: float                # opacity of the mirrored ink from the other side (0: none)
     stamp: str                  # "", "ring", "box", "logo" or "barcode"
+    letterhead: bool            # printed text in the band above ``top``
     holes: int                  # punch holes (0, 2 or 4)
     holes_right: bool
     holes_dark: bool
@@ -126,7 +131,7 @@ def draw_style(rng: np.random.Generator, page_width: int | None = None) -> Style
     ink_name = str(rng.choice(list(inks), p=[0.35, 0.35, 0.15, 0.15]))
     ink = np.clip(np.array(inks[ink_name]) + rng.normal(0, 0.03, 3), 0, 1)
     grid_colour = (np.array((0.55, 0.7, 0.9)) if rng.random() < 0.7 else np.full(3, 0.65)) + rng.normal(0, 0.04, 3)
-    return Style(
+    style = Style(
         width=width, height=height, rgb=rng.random() < 0.5, text_height=h, spacing=spacing, angle=angle,
         line_angle=LINE_ANGLE * rng.uniform(0.0, 0.3 if aligned else 1.0),
         curve=0.08 * h if rng.random() < 0.4 else 0.0,
@@ -144,4 +149,10 @@ def draw_style(rng: np.random.Generator, page_width: int | None = None) -> Style
         holes=holes, holes_right=holes_right, holes_dark=rng.random() < 0.5,
         ink=tuple(ink), opacity=rng.uniform(0.6, 0.85) if ink_name == "pencil" else rng.uniform(0.75, 1.0),
         pencil=ink_name == "pencil", blur=rng.uniform(0.3, 1.0), noise=rng.uniform(1.0, 6.0),
-        jpeg=int(rng.integers(40, 91)) if rng.random() < 0.3 else 0)
+        jpeg=int(rng.integers(40, 91)) if rng.random() < 0.3 else 0, letterhead=False)
+    # Drawn last, so that the pages drawn before letterheads existed keep every other feature.
+    if rng.random() < LETTERHEAD and not single:
+        band_top = max(top, height * rng.uniform(*LETTERHEAD_BAND))
+        if bottom - band_top >= 4 * h:
+            style = dataclasses.replace(style, top=band_top, letterhead=True)
+    return style
