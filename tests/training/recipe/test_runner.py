@@ -71,7 +71,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
         "sources", "pack-sources40", "s16-archives", "s16-soup", "french-text-archives", "lm-fr-archives",
         "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
         "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives",
-        "segmenter-archives2", "s17-archives"]
+        "segmenter-archives2", "segmenter-letterheads", "s17-archives"]
     # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
     outside = (Path(recipe.variables["data"]),)  # the data setting, nothing beside the repository
     for stage in recipe.stages:
@@ -92,8 +92,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == 0  # every stage reads its data from the data setting, none from beside the repository
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,662" in out
-    assert "--max-steps 8224" in out and "done: 0 of 63 stages" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,707" in out
+    assert "--max-steps 8224" in out and "done: 0 of 64 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
 
