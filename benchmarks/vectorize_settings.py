@@ -21,7 +21,7 @@ from pathlib import Path
 
 from text_recognizer.data.folder import open_image
 from text_recognizer.segmentation import vectorize as vectorize_module
-from text_recognizer.segmentation.learned import LearnedSegmenter, map_ink, working_page
+from text_recognizer.segmentation.learned import LearnedSegmenter, map_darkness, map_ink, working_page
 from text_recognizer.segmentation.scoring import detection_scores, score_page
 from training.segmenter.page_evaluation import load_page
 
@@ -43,6 +43,7 @@ def page_maps(xml: Path, segmenter: LearnedSegmenter) -> dict:
     gray, size = working_page(open_image(page.image), segmenter.work_side)
     region, core = segmenter.maps(gray)
     return {"region": region, "core": core, "ink": map_ink(gray, region.shape) if segmenter.hug_ink else None,
+            "darkness": map_darkness(gray, region.shape),
             "size": size, "true": [line.polygon for line in page.lines], "counted": page.counted,
             "regions": page.regions}
 
@@ -53,7 +54,7 @@ def found_polygons(page: dict, threshold: float, setting: dict[str, float]) -> l
     try:
         for name, value in setting.items():
             setattr(vectorize_module, name, value)
-        lines = vectorize_module.vectorize(page["region"], page["core"], threshold, page["ink"])
+        lines = vectorize_module.vectorize(page["region"], page["core"], threshold, page["ink"], page["darkness"])
     finally:
         for name, value in saved.items():
             setattr(vectorize_module, name, value)

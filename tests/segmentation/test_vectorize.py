@@ -49,3 +49,18 @@ def test_slivers_between_lines_are_dropped_and_a_short_last_line_kept():
     region[54:58, 100:160], core[54:57, 100:160] = 0.9, 0.9  # 4 px high where lines are 30, yet long enough
     found = sorted(vectorize(region, core), key=lambda line: line[1][0][1])
     assert [round(line[1][0][1]) for line in found] == [30, 90, 150]
+
+
+def test_show_through_is_dropped_and_a_pale_page_keeps_its_lines():
+    # Three written lines and, between them, a fourth as long and as tall but far paler: the other side's ink.
+    lines = [(30, 10, 280), (70, 10, 280), (110, 10, 280), (150, 10, 280)]
+    region, core = maps(lines, size=(170, 300))
+    darkness = np.zeros(region.shape, np.float32)
+    for y, x0, x1 in lines:
+        darkness[y - 20:y + 10, x0:x1] = 0.8
+    darkness[90:120, 10:280] = 0.25  # the line at 110 shows through from the back
+    found = sorted(vectorize(region, core, darkness=darkness), key=lambda line: line[1][0][1])
+    assert [round(line[1][0][1]) for line in found] == [30, 70, 150]
+    assert len(vectorize(region, core)) == 4  # without the darkness nothing is judged
+    # a page written all in pale ink (or pencil) loses nothing: the measure is relative to the page
+    assert len(vectorize(region, core, darkness=np.where(darkness > 0, 0.25, 0).astype(np.float32))) == 4

@@ -111,7 +111,7 @@ class LearnedSegmenter:
         sx, sy = width / region.shape[1], height / region.shape[0]  # map pixel -> page pixels
         ink = map_ink(gray, region.shape) if self.hug_ink else None
         lines = []
-        for polygon, baseline in vectorize(region, core, self.threshold, ink):
+        for polygon, baseline in vectorize(region, core, self.threshold, ink, map_darkness(gray, region.shape)):
             lines.append(FoundLine(tuple((x * sx, y * sy) for x, y in polygon),
                                    tuple((x * sx, y * sy) for x, y in baseline)))
         return reading_order(lines)
@@ -125,6 +125,15 @@ def map_ink(gray: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     padded = np.zeros((2 * h, 2 * w), bool)
     padded[: ink.shape[0], : ink.shape[1]] = ink
     return padded.reshape(h, 2, w, 2).any(axis=(1, 3))
+
+
+def map_darkness(gray: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``(h, w)`` float32: the working page's darkness (0 paper, 1 black) at the maps' half size, the darkest of
+    each map pixel's four page pixels (a thin stroke keeps its darkness)."""
+    h, w = shape
+    padded = np.ones((2 * h, 2 * w), np.float32)
+    padded[: gray.shape[0], : gray.shape[1]] = gray[: 2 * h, : 2 * w]
+    return 1.0 - np.clip(padded.reshape(h, 2, w, 2).min(axis=(1, 3)), 0.0, 1.0)
 
 
 def save_segmenter(path: str | Path, model: LineUNet, work_side: int = WORK_SIDE, threshold: float = THRESHOLD,

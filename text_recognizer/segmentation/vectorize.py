@@ -18,6 +18,10 @@ The steps:
    (``MIN_LENGTH_SHARE``), is dropped: on cursive pages the loops of ascenders and descenders that reach into
    the gap between two lines, paper grain and show-through give thin pieces of core that no transcriber calls
    a line. Relative to the page, so small writing on a page of small writing stays.
+6. **Show-through**: with the page's darkness (``darkness``), a line whose darkest ink is far lighter than the
+   page's median line's (``MIN_DARKNESS_SHARE``) is dropped: the other side's writing, seen through thin paper,
+   is found as lines of its own, fainter than any written on this side. Also relative to the page, so a page
+   written all in pale ink or pencil keeps its lines.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ MIN_SCORE = 0.85
 MIN_HEIGHT_SHARE = 0.5
 #: ...and its baseline at least this share of the page's median baseline length.
 MIN_LENGTH_SHARE = 0.1
+#: A line's darkest ink (``DARK_QUANTILE`` of its pixels' darkness) is at least this share of the page's median
+#: line's. Chosen on the sources' val pages and Copiste val (``benchmarks/results/page_reading.md``).
+MIN_DARKNESS_SHARE = 0.5
+DARK_QUANTILE = 0.9
 #: Region pixels further than this many core heights from every core belong to no line.
 REACH = 3.0
 #: Ink-hugging polygons are padded by this many core heights above and below the ink.
@@ -64,12 +72,13 @@ def core_height(cores: np.ndarray) -> float:
     return float(max(1.0, heights[order][min(middle, count - 1)]))
 
 
-def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD, ink: np.ndarray | None = None
-              ) -> list[tuple[list[Point], list[Point]]]:
+def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD, ink: np.ndarray | None = None,
+              darkness: np.ndarray | None = None) -> list[tuple[list[Point], list[Point]]]:
     """``(polygon, baseline)`` per line found in the ``(h, w)`` probability maps, in map pixels (x right, y
     down; a pixel's centre at +0.5), in no particular order. With ``ink`` (an ``(h, w)`` bool map of the
     page's ink), polygons hug the ink of their line's pixels (and its core), padded by ``INK_PADDING`` core
-    heights, instead of the whole region."""
+    heights, instead of the whole region. With ``darkness`` (``(h, w)``, 0 paper to 1 black), show-through is
+    left out (the module's step 6)."""
     cores = core > threshold
     if not cores.any():
         return []
@@ -90,7 +99,7 @@ def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
         return []
     owner = np.where((region > threshold) | (labels > 0), _owners(labels, REACH * height), 0)
     step = max(2, int(round(height)))
-    lines = []
+    lines, strengths = [], []
     for label, box in enumerate(ndimage.find_objects(owner), start=1):
         if box is None or not keep[label]:
             continue
@@ -101,18 +110,31 @@ def vectorize(region: np.ndarray, core: np.ndarray, threshold: float = THRESHOLD
         found = _geometry(mine, line_core, box, step, pad)
         if found is not None:
             lines.append(found)
-    return without_slivers(lines)
+            if darkness is not None:
+                strengths.append(float(np.quantile(darkness[box][mine], DARK_QUANTILE)) if mine.any() else 0.0)
+    kept = sliver_free(lines)
+    if darkness is not None:
+        kept &= dark_enough(strengths)
+    return [line for line, keep_line in zip(lines, kept) if keep_line]
 
 
-def without_slivers(lines: list[tuple[list[Point], list[Point]]]) -> list[tuple[list[Point], list[Point]]]:
-    """``lines`` less those whose polygon is under ``MIN_HEIGHT_SHARE`` of the median polygon height or whose
-    baseline is under ``MIN_LENGTH_SHARE`` of the median baseline length (step 5 of the module's docstring)."""
+def sliver_free(lines: list[tuple[list[Point], list[Point]]]) -> np.ndarray:
+    """``(len(lines),)`` bool: False for a line whose polygon is under ``MIN_HEIGHT_SHARE`` of the median polygon
+    height or whose baseline is under ``MIN_LENGTH_SHARE`` of the median baseline length (step 5)."""
     if len(lines) < 2:
-        return lines
+        return np.ones(len(lines), bool)
     heights = np.array([max(y for _, y in polygon) - min(y for _, y in polygon) for polygon, _ in lines])
     lengths = np.array([baseline[-1][0] - baseline[0][0] for _, baseline in lines])
-    keep = (heights >= MIN_HEIGHT_SHARE * np.median(heights)) & (lengths >= MIN_LENGTH_SHARE * np.median(lengths))
-    return [line for line, kept in zip(lines, keep) if kept]
+    return (heights >= MIN_HEIGHT_SHARE * np.median(heights)) & (lengths >= MIN_LENGTH_SHARE * np.median(lengths))
+
+
+def dark_enough(strengths: list[float]) -> np.ndarray:
+    """``(len(strengths),)`` bool: False for a line whose darkest ink is under ``MIN_DARKNESS_SHARE`` of the page's
+    median line's (step 6)."""
+    values = np.asarray(strengths, dtype=np.float64)
+    if len(values) < 2:
+        return np.ones(len(values), bool)
+    return values >= MIN_DARKNESS_SHARE * np.median(values)
 
 
 def _owners(labels: np.ndarray, reach: float) -> np.ndarray:
