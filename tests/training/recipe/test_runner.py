@@ -92,7 +92,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == 0  # every stage reads its data from the data setting, none from beside the repository
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,707" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,709" in out
     assert "--max-steps 8224" in out and "done: 0 of 64 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
