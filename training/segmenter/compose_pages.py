@@ -29,13 +29,14 @@ PLACEHOLDER = "synthetic"
 CROPS_PER_PAGE = 150
 
 
-def composed_pages(lines: str | Path, count: int, rng: np.random.Generator) -> Iterator[SyntheticPage]:
+def composed_pages(lines: str | Path, count: int, rng: np.random.Generator, letterheads: float = 0.0
+                   ) -> Iterator[SyntheticPage]:
     """``count`` pages composed from the line images of the labels.tsv folder ``lines``, each offered
     ``CROPS_PER_PAGE`` random crops (read lazily: a page takes only as many as it holds, about 30)."""
     records = read_labels(lines)
     for _ in range(count):
         chosen = rng.choice(len(records), size=min(len(records), CROPS_PER_PAGE), replace=False)
-        yield compose_page((Image.open(records[i].path).convert("L") for i in chosen), rng)
+        yield compose_page((Image.open(records[i].path).convert("L") for i in chosen), rng, letterheads=letterheads)
 
 
 def compose_folder(lines: str | Path, pages: int, output: str | Path, seed: int = 0) -> list[Path]:

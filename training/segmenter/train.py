@@ -48,6 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                       help="a labels.tsv folder of line images to compose synthetic pages from (e.g. IAM train)")
     data.add_argument("--synthetic-pages", type=int, default=0, help="how many synthetic pages to compose")
     data.add_argument("--synthetic-share", type=float, default=0.3, help="share of crops from synthetic pages")
+    data.add_argument("--synthetic-letterheads", type=float, default=0.0,
+                      help="share of synthetic pages printed with a letterhead above the writing (no line of its own)")
     data.add_argument("--bad-samples", choices=("warn", "error"), default="warn",
                       help="what to do about pages and lines the data checks report")
     data.add_argument("--crop", type=int, default=512, help="crop side in working pixels")
@@ -111,13 +113,13 @@ def evaluate_segmenter(model: LineUNet, folders: list[str], work_side: int = WOR
     return {**detection_scores(totals["matched"], totals["found"], totals["true"]), **totals}
 
 
-def synthetic_pages(folder: str, count: int, seed: int) -> list[TrainingPage]:
+def synthetic_pages(folder: str, count: int, seed: int, letterheads: float = 0.0) -> list[TrainingPage]:
     """``count`` pages composed from the line images of ``folder`` (``training.segmenter.compose_pages``),
     shrunk for training."""
     from training.segmenter.compose_pages import composed_pages
     from training.segmenter.pages import shrunk
 
-    composed = composed_pages(folder, count, np.random.default_rng((seed, 7)))
+    composed = composed_pages(folder, count, np.random.default_rng((seed, 7)), letterheads)
     return [shrunk(f"synthetic-{index}", page.image.convert("L"),
                    [(list(line.polygon), list(line.baseline)) for line in page.lines])
             for index, page in enumerate(tqdm(composed, total=count, desc="composing synthetic pages", unit="page"))]
@@ -156,7 +158,8 @@ def _crop_dataset(args: argparse.Namespace) -> tuple[CropDataset, CropSettings]:
     if report is not None:
         print(f"training pages: {report.pages} pages, {report.lines} lines from {', '.join(args.data)}")
         _report(report, args.bad_samples)
-    synthetic = synthetic_pages(args.synthetic_lines, args.synthetic_pages, args.seed) if args.synthetic_pages else []
+    synthetic = (synthetic_pages(args.synthetic_lines, args.synthetic_pages, args.seed, args.synthetic_letterheads)
+                 if args.synthetic_pages else [])
     settings = CropSettings(crop=args.crop)
     dataset = CropDataset(pages, args.steps * args.batch_size, args.seed, settings, synthetic, args.synthetic_share)
     return dataset, settings

@@ -32,3 +32,5 @@ def test_page_size_mode_and_coordinates(lines, seed):
 def test_bad_page_width_is_refused(lines):
     with pytest.raises(ValueError, match="page_width"):
         compose_page(lines, np.random.default_rng(0), page_width=10)
+    with pytest.raises(ValueError, match="letterheads"):
+        compose_page(lines, np.random.default_rng(0), letterheads=1.5)

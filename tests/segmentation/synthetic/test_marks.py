@@ -3,12 +3,14 @@ its own, and its share of the drawn pages."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from tests.segmentation.synthetic.drawn import render
 from text_recognizer.segmentation.synthetic.marks import letterhead
-from text_recognizer.segmentation.synthetic.style import LETTERHEAD, draw_style
+from text_recognizer.segmentation.synthetic.style import draw_style
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -31,8 +33,12 @@ def test_letterhead_band_stays_above_the_first_line():
     assert box[1] == 0 and box[3] < style.top and cover.size == (box[2] - box[0], box[3] - box[1])
 
 
-def test_some_pages_have_a_letterhead_and_a_taller_top_margin():
-    styles = [draw_style(np.random.default_rng(seed)) for seed in range(400)]
-    headed = [style for style in styles if style.letterhead]
-    assert LETTERHEAD - 0.12 < len(headed) / len(styles) < LETTERHEAD + 0.05
+def test_letterheads_only_when_asked_and_the_other_features_unchanged():
+    plain = [draw_style(np.random.default_rng(seed)) for seed in range(400)]
+    asked = [draw_style(np.random.default_rng(seed), letterheads=0.3) for seed in range(400)]
+    assert not any(style.letterhead for style in plain)
+    headed = [style for style in asked if style.letterhead]
+    assert 0.18 < len(headed) / len(asked) < 0.35  # a page too full for a band keeps none
     assert all(style.top >= 0.1 * style.height - 1e-6 for style in headed)
+    for before, after in zip(plain, asked):  # a letterhead changes the top margin, nothing else
+        assert dataclasses.replace(after, top=before.top, letterhead=False) == before

@@ -32,11 +32,12 @@ class SyntheticPage:
 
 
 def compose_page(line_images: Iterable[Image.Image], rng: np.random.Generator, *,
-                 page_width: int | None = None) -> SyntheticPage:
+                 page_width: int | None = None, letterheads: float = 0.0) -> SyntheticPage:
     """A page made of as many of ``line_images`` (grey crops, dark ink on white) as fit, in order.
 
     Layout, paper, ink and degradations are drawn from ``rng``; the same generator state gives the same
     page. ``page_width`` fixes the width in pixels (the height follows from a drawn aspect ratio).
+    ``letterheads`` is the share of pages printed with a letterhead above the writing (no line of its own).
     Crops that are all white are skipped; a crop that runs past its column is cut at a word gap, and
     one that falls well short of it is continued by the next crops (small text on a wide page can take
     three crops a line, so pass plenty: a page holds up to about 60 lines). The images are read in
@@ -45,7 +46,9 @@ def compose_page(line_images: Iterable[Image.Image], rng: np.random.Generator, *
     """
     if page_width is not None and (not isinstance(page_width, numbers.Integral) or page_width < 64):
         raise ValueError(f"page_width must be an int >= 64 or None, got {page_width!r}")
-    style = draw_style(rng, page_width)
+    if not 0.0 <= letterheads <= 1.0:
+        raise ValueError(f"letterheads must be a share in [0, 1], got {letterheads!r}")
+    style = draw_style(rng, page_width, letterheads)
     return render(line_images, rng, style)[0]
 
 

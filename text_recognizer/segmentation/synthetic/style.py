@@ -25,9 +25,10 @@ PAGE_ANGLE, LINE_ANGLE = 5.0, 1.5
 WEAVE = 0.15
 #: Thread pitch of woven or laid paper, px per 1000 px of page width.
 WEAVE_PITCH = (2.5, 5.0)
-#: Share of pages under a printed letterhead (``marks.letterhead``), and the top margin it takes (share of the
-#: page height): the 1905 letters show why (a letterhead read as lines of handwriting, issue #73).
-LETTERHEAD, LETTERHEAD_BAND = 0.3, (0.1, 0.2)
+#: The top margin a printed letterhead (``marks.letterhead``) takes, as a share of the page height. How many pages
+#: get one is the caller's ``letterheads`` (none by default, so that pages drawn before letterheads existed are
+#: drawn the same; recipe stage ``segmenter-letterheads`` used 0.3).
+LETTERHEAD_BAND = (0.1, 0.2)
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,8 @@ class Style:
     jpeg: int                   # re-compression quality (0: none)
 
 
-def draw_style(rng: np.random.Generator, page_width: int | None = None) -> Style:
-    """One page's layout and looks."""
+def draw_style(rng: np.random.Generator, page_width: int | None = None, letterheads: float = 0.0) -> Style:
+    """One page's layout and looks; ``letterheads``: the share of pages under a printed letterhead."""
     width = int(page_width) if page_width is not None else int(rng.integers(PAGE_WIDTH[0], PAGE_WIDTH[1] + 1))
     height = round(width * rng.uniform(*ASPECT))
     h = rng.uniform(*TEXT_HEIGHT) * min(1.0, width / PAGE_WIDTH[0])
@@ -150,8 +151,8 @@ def draw_style(rng: np.random.Generator, page_width: int | None = None) -> Style
         ink=tuple(ink), opacity=rng.uniform(0.6, 0.85) if ink_name == "pencil" else rng.uniform(0.75, 1.0),
         pencil=ink_name == "pencil", blur=rng.uniform(0.3, 1.0), noise=rng.uniform(1.0, 6.0),
         jpeg=int(rng.integers(40, 91)) if rng.random() < 0.3 else 0, letterhead=False)
-    # Drawn last, so that the pages drawn before letterheads existed keep every other feature.
-    if rng.random() < LETTERHEAD and not single:
+    # Drawn last and only when asked for, so that pages drawn without letterheads are the pages drawn before.
+    if letterheads > 0 and rng.random() < letterheads and not single:
         band_top = max(top, height * rng.uniform(*LETTERHEAD_BAND))
         if bottom - band_top >= 4 * h:
             style = dataclasses.replace(style, top=band_top, letterhead=True)
