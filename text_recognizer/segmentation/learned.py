@@ -120,20 +120,21 @@ class LearnedSegmenter:
 def map_ink(gray: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """The working page's ink (``classical.ink_map``) at the maps' half size: a map pixel is ink if any of its
     four page pixels is."""
-    ink = ink_map(gray)
-    h, w = shape
-    padded = np.zeros((2 * h, 2 * w), bool)
-    padded[: ink.shape[0], : ink.shape[1]] = ink
-    return padded.reshape(h, 2, w, 2).any(axis=(1, 3))
+    return _at_map_size(ink_map(gray), shape, False, np.any)
 
 
 def map_darkness(gray: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """``(h, w)`` float32: the working page's darkness (0 paper, 1 black) at the maps' half size, the darkest of
     each map pixel's four page pixels (a thin stroke keeps its darkness)."""
+    return 1.0 - np.clip(_at_map_size(gray.astype(np.float32, copy=False), shape, 1.0, np.min), 0.0, 1.0)
+
+
+def _at_map_size(values: np.ndarray, shape: tuple[int, int], fill, reduce) -> np.ndarray:
+    """``values`` (the working page's size) reduced over 2 x 2 blocks to the maps' ``(h, w)``, padded with ``fill``."""
     h, w = shape
-    padded = np.ones((2 * h, 2 * w), np.float32)
-    padded[: gray.shape[0], : gray.shape[1]] = gray[: 2 * h, : 2 * w]
-    return 1.0 - np.clip(padded.reshape(h, 2, w, 2).min(axis=(1, 3)), 0.0, 1.0)
+    padded = np.full((2 * h, 2 * w), fill, dtype=values.dtype)
+    padded[: values.shape[0], : values.shape[1]] = values[: 2 * h, : 2 * w]
+    return reduce(padded.reshape(h, 2, w, 2), axis=(1, 3))
 
 
 def save_segmenter(path: str | Path, model: LineUNet, work_side: int = WORK_SIDE, threshold: float = THRESHOLD,
