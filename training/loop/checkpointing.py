@@ -184,6 +184,24 @@ def init_from(model: torch.nn.Module, config: ExperimentConfig, path: Path, code
           + (f"; new blocks start as the identity: {', '.join(added)}" if added else ""))
 
 
+def load_teacher(path: Path, model: torch.nn.Module, codec: Codec, device: torch.device) -> torch.nn.Module:
+    """The ``--distill-from`` checkpoint's model, frozen in eval mode on ``device``. Its frame posteriors are
+    compared with the model's frame by frame, so it must give the same frames for every width and read the
+    same alphabet in the same order; anything else is refused with the reason."""
+    theirs = load_checkpoint(path, map_location="cpu")
+    if theirs.codec.charset != codec.charset:
+        raise TrainingError(f"--distill-from {path}: its alphabet differs from this run's "
+                            f"({len(theirs.codec.charset)} against {len(codec.charset)} characters)")
+    teacher = theirs.build_model().to(device).eval()
+    widths = torch.tensor([16, 64, 257, 1000, 3001])
+    if not torch.equal(teacher.output_lengths(widths).cpu(), model.output_lengths(widths).cpu()):
+        raise TrainingError(f"--distill-from {path}: its windows give other frame counts than this run's model")
+    for parameter in teacher.parameters():
+        parameter.requires_grad_(False)
+    print(f"distilling from {path} (weight in the loss: see --distill-weight)")
+    return teacher
+
+
 def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: bool = False,
                    shipped: bool = False) -> Checkpoint:
     """The run's model as a checkpoint bundle; ``with_train_state`` adds what ``--resume`` needs (``last.pt``).

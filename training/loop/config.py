@@ -190,6 +190,14 @@ class RunConfig:
         "i.e. each frame's soft CTC target mixed with the uniform distribution "
         "(text_recognizer/ctc/smoothing.py); 0: off"
     )})
+    distill_from: str = field(default="", metadata={"help": (
+        "a checkpoint whose frame posteriors the model is kept near while it trains (learning without "
+        "forgetting): --distill-weight times KL(its posteriors || the model's) per frame is added to the loss. "
+        "Same windows and alphabet as the model (e.g. the checkpoint of --init-from); empty: off"
+    )})
+    distill_weight: float = field(default=1.0, metadata={"help": (
+        "the weight of the --distill-from term (> 0)"
+    )})
     precision: str = field(default="32", metadata={"help": (
         "training precision: 32 (float32), bf16 (autocast to bfloat16; CUDA or CPU) or 16-mixed (autocast to "
         "float16 with a gradient scaler; CUDA only). Weights, optimiser state and validation stay float32"
@@ -234,6 +242,10 @@ class RunConfig:
     def __post_init__(self) -> None:
         parse_threads(self.threads)  # validates: 'auto' or a positive number
         check_smoothing(self.label_smoothing)
+        if self.distill_from and not self.distill_weight > 0:
+            raise ValueError(f"--distill-weight must be > 0 with --distill-from, got {self.distill_weight}")
+        if self.distill_from and self.loss != "ctc":
+            raise ValueError(f"--distill-from needs --loss ctc, got --loss {self.loss}")
         if self.val_every < 1:
             raise ValueError(f"--val-every must be >= 1 (epochs between validations), got {self.val_every}")
         if self.val_batch_size < 1:

@@ -30,6 +30,7 @@ from text_recognizer.checkpoint import Checkpoint, CheckpointError, load_checkpo
 from text_recognizer.ctc import ctc_loss
 from text_recognizer.ctc.interctc import InterCTC
 from text_recognizer.data.lines import LineBatch
+from training.loop.checkpointing import load_teacher
 from training.loop.config import ExperimentConfig
 from training.loop.guard import DUMP_KIND
 from training.loop.objective import compute_loss, feasible_rows
@@ -139,8 +140,11 @@ def _compute_loss(model, batch: LineBatch, dump: Checkpoint):
     """The step's loss exactly as ``fit`` computes it (``training.loop.objective.compute_loss``)."""
     config = ExperimentConfig.from_dict(dump.provenance.recipe)
     interctc = InterCTC.from_settings(config.interctc.layers, config.interctc.weights)  # None when off
+    teacher = None
+    if config.run.distill_from:
+        teacher = load_teacher(Path(config.run.distill_from), model, dump.codec, batch.images.device)
     return compute_loss(model, batch, config.run.loss, config.run.ctc_impl, interctc, config.run.label_smoothing,
-                        config.run.ctc_reduction)
+                        config.run.ctc_reduction, teacher, config.run.distill_weight)
 
 
 def replay(

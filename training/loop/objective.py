@@ -4,7 +4,9 @@
 ``feasible_rows`` picks the samples CTC can align (``T >= len(label) + adjacent repeats``), and
 ``compute_loss`` is the loss of one training batch: CTC over the feasible samples (plus InterCTC
 terms, and label smoothing when asked: ``text_recognizer/ctc/smoothing.py``), or the per-window
-cross-entropy baseline (``--loss nll``).
+cross-entropy baseline (``--loss nll``). With a ``teacher`` (``--distill-from``), a distillation term keeps the
+model's frame posteriors near the teacher's (``distillation_term``): what a model trained on new collections
+forgets of the old ones is what its posteriors drift from there.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def compute_loss(
     interctc: InterCTC | None = None,
     label_smoothing: float = 0.0,
     ctc_reduction: str = "line",
+    teacher: torch.nn.Module | None = None,
+    distill_weight: float = 0.0,
 ) -> tuple[torch.Tensor, dict]:
     """Loss of one batch and facts about it. Infeasible CTC samples are left out and counted.
 
@@ -56,7 +60,10 @@ def compute_loss(
     float) and ``info["final_loss"]`` holds the final layer's. With ``label_smoothing`` > 0 the
     final layer's loss is ``(1 - eps) * CTC + eps * KL(uniform || posteriors)`` and
     ``info["ctc_loss"]``/``info["smoothing_loss"]`` hold the two terms (floats), so the plain CTC
-    loss stays comparable with unsmoothed runs.
+    loss stays comparable with unsmoothed runs. With ``teacher``, ``distill_weight`` times
+    ``distillation_term`` over every sample of the batch (feasible or not: the teacher's posteriors need no
+    alignment) is added, ``info["distill_loss"]`` holds the term and ``info["ctc_loss"]`` the loss before it
+    (floats).
     """
     logits, captured = forward(model, batch, interctc)  # (B, T, C)
     frames = model.output_lengths(batch.widths)  # (B,)
@@ -88,7 +95,29 @@ def compute_loss(
         info["final_loss"] = float(loss.detach())
         info["interctc"] = {layer: float(value.detach()) for layer, value in layer_losses.items()}
         loss = interctc.combine(loss, layer_losses)
+    if teacher is not None:
+        with torch.no_grad():
+            teacher_logits = teacher(batch.images, batch.widths)  # (B, T, C)
+        distill = distillation_term(logits, teacher_logits, model.output_lengths(batch.widths))
+        info.setdefault("ctc_loss", float(loss.detach()))
+        info["distill_loss"] = float(distill.detach())
+        loss = loss + distill_weight * distill
     return loss, info
+
+
+def distillation_term(logits: torch.Tensor, teacher_logits: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+    """Mean over the real frames (``frames``: ``(B,)`` per line) of KL(teacher || model) between the frame
+    posteriors of ``logits`` and ``teacher_logits`` (both ``(B, T, C)``), in float32: 0 where the model
+    reads every frame as the teacher does. Learning without forgetting (Li and Hoiem, 2016) on the
+    batch's own lines, so no old data has to be kept for it."""
+    if logits.shape != teacher_logits.shape:
+        raise ValueError(f"the teacher's logits {tuple(teacher_logits.shape)} differ from the model's "
+                         f"{tuple(logits.shape)}: it must slide the same windows over the same alphabet")
+    log_p = F.log_softmax(logits.float(), dim=-1)  # (B, T, C)
+    log_q = F.log_softmax(teacher_logits.float(), dim=-1)  # (B, T, C)
+    per_frame = (log_q.exp() * (log_q - log_p)).sum(-1)  # (B, T)
+    real = torch.arange(logits.shape[1], device=logits.device)[None, :] < frames.to(logits.device)[:, None]  # (B, T)
+    return (per_frame * real).sum() / real.sum().clamp(min=1)
 
 
 _TORCH_REDUCTION = {"line": "mean", "char": "sum"}

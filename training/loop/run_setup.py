@@ -30,7 +30,7 @@ from text_recognizer.data.lines import collate_lines
 from text_recognizer.models import build_model
 from training.loop import distributed
 from training.loop.batching import EpochSampler, line_aspects
-from training.loop.checkpointing import check_resume, git_revision, init_from, restore
+from training.loop.checkpointing import check_resume, git_revision, init_from, load_teacher, restore
 from training.loop.config import ExperimentConfig, flat_settings
 from training.loop.data import Datasets, build_datasets
 from training.loop.device import check_precision, precision_advice, resolve_device
@@ -108,6 +108,8 @@ def set_up_run(config: ExperimentConfig, loggers: list[Logger] | None = None, co
         restore(run, resume, overrides)
     elif config.run.init_from:
         init_from(model, config, Path(config.run.init_from), codec)
+    if config.run.distill_from:
+        run.teacher = load_teacher(Path(config.run.distill_from), model, codec, device)
     if config.optim.ema_decay:  # after the weights are restored or initialised: the average starts from them
         run.average = WeightAverage(model, config.optim.ema_decay)
         if resume is not None and "ema_state" in resume.train_state:

@@ -92,6 +92,7 @@ class Run:
     scaler: torch.amp.GradScaler | None = None  # --precision 16-mixed: loss scaling against float16 underflow
     threads: ThreadGovernor | None = None  # torch's intra-op threads (--threads; training/loop/threads.py)
     average: WeightAverage | None = None  # --ema-decay: the averaged weights that are validated and saved
+    teacher: torch.nn.Module | None = None  # --distill-from: the frozen model whose posteriors are kept near
 
     @property
     def shipped_model(self) -> torch.nn.Module:

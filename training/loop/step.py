@@ -31,6 +31,7 @@ def train_one_step(run: Run, batch) -> float | None:
         loss, info = compute_loss(  # loss: () a scalar; info: counts and loss terms as plain numbers
             run.train_model or model, batch, config.run.loss, config.run.ctc_impl, run.interctc,
             label_smoothing=config.run.label_smoothing, ctc_reduction=config.run.ctc_reduction,
+            teacher=run.teacher, distill_weight=config.run.distill_weight,
         )
     loss = loss.float()
     scaler = run.scaler
@@ -94,6 +95,8 @@ def train_one_step(run: Run, batch) -> float | None:
     }
     if "smoothing_loss" in info:  # the plain CTC term stays comparable with unsmoothed runs
         metrics["ctc_loss"], metrics["smoothing_loss"] = info["ctc_loss"], info["smoothing_loss"]
+    if "distill_loss" in info:  # the distillation term, unweighted, and the loss without it
+        metrics["ctc_loss"], metrics["distill_loss"] = info["ctc_loss"], info["distill_loss"]
     if "interctc" in info:
         metrics["final_loss"] = info["final_loss"]
         metrics.update({f"{run.interctc_names[layer]}_loss": value for layer, value in info["interctc"].items()})

@@ -67,11 +67,11 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     # 15 model-card stages (1 and 7 in two runs each) and their export, then stage 16 on the archives of data/ (#72),
     # the mean that ships (crnn-latin-2026.12.06b), its decoder bundles and its export, the segmenter on archival
     # pages and its second run, and stage 17 (#72)
-    assert len(trains) == 19 and names[names.index("export") + 1:] == [
+    assert len(trains) == 20 and names[names.index("export") + 1:] == [
         "sources", "pack-sources40", "s16-archives", "s16-soup", "french-text-archives", "lm-fr-archives",
         "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
         "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives",
-        "segmenter-archives2", "segmenter-letterheads", "s17-archives"]
+        "segmenter-archives2", "segmenter-letterheads", "s17-archives", "s18-distill"]
     # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
     outside = (Path(recipe.variables["data"]),)  # the data setting, nothing beside the repository
     for stage in recipe.stages:
@@ -92,8 +92,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == 0  # every stage reads its data from the data setting, none from beside the repository
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,709" in out
-    assert "--max-steps 8224" in out and "done: 0 of 64 stages" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,780" in out
+    assert "--max-steps 8224" in out and "done: 0 of 65 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
 
