@@ -66,7 +66,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     trains = [stage for stage in recipe.stages if stage.kind == "train"]
     # 15 model-card stages (1 and 7 in two runs each) and their export, then stage 16 on the archives of data/ (#72),
     # the mean that ships (crnn-latin-2026.12.06b), its decoder bundles and its export, the segmenter on archival
-    # pages and its second run, and stage 17 (#72)
+    # pages and its second run, and stages 17 and 18 (#72)
     assert len(trains) == 20 and names[names.index("export") + 1:] == [
         "sources", "pack-sources40", "s16-archives", "s16-soup", "french-text-archives", "lm-fr-archives",
         "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
@@ -81,7 +81,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     # The model card's "about 20.5 CPU-hours and 6.5 H200-minutes": the measured minutes of the train stages.
     cpu = sum(s.expected[0].minutes for s in trains if "CPU" in s.expected[0].machine)
     gpu = [s.expected[0] for s in trains if "H200" in s.expected[0].machine]
-    assert cpu == 1147 + 86 + 82 + 76 and [e.minutes for e in gpu] == [6.5]
+    assert cpu == 1147 + 86 + 82 + 76 + 71 and [e.minutes for e in gpu] == [6.5]
 
     data = tmp_path / "data"  # --set data=...: the folders the recipe reads, empty here (nothing runs)
     for folder in ("iam/train", "iam/train_extra", "iam/val", "stanford_memorials_1905", "gw_washington_1755",
