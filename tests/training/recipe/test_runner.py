@@ -65,13 +65,15 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     names = [stage.name for stage in recipe.stages]
     trains = [stage for stage in recipe.stages if stage.kind == "train"]
     # 15 model-card stages (1 and 7 in two runs each) and their export, then stage 16 on the archives of data/ (#72),
-    # the mean that ships (crnn-latin-2026.12.06b), its decoder bundles and its export, the segmenter on archival
-    # pages and its second run, and stages 17 and 18 (#72)
+    # the mean that shipped (crnn-latin-2026.12.06b), its decoder bundles and its export, the segmenter on archival
+    # pages and its second run, stages 17 and 18 (#72) and the mean that ships (crnn-latin-2026.12.07a) with its
+    # decoder bundles and its export
     assert len(trains) == 20 and names[names.index("export") + 1:] == [
         "sources", "pack-sources40", "s16-archives", "s16-soup", "french-text-archives", "lm-fr-archives",
         "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
         "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives",
-        "segmenter-archives2", "segmenter-letterheads", "s17-archives", "s18-distill"]
+        "segmenter-archives2", "segmenter-letterheads", "s17-archives", "s18-distill",
+        "s18-soup", "tune-fr-07a", "three-readings-fr-07a", "logits-07a", "tune-07a", "three-readings-07a", "export-07a"]
     # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
     outside = (Path(recipe.variables["data"]),)  # the data setting, nothing beside the repository
     for stage in recipe.stages:
@@ -81,7 +83,7 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     # The model card's "about 20.5 CPU-hours and 6.5 H200-minutes": the measured minutes of the train stages.
     cpu = sum(s.expected[0].minutes for s in trains if "CPU" in s.expected[0].machine)
     gpu = [s.expected[0] for s in trains if "H200" in s.expected[0].machine]
-    assert cpu == 1147 + 86 + 82 + 76 + 71 and [e.minutes for e in gpu] == [6.5]
+    assert cpu == 1147 + 86 + 82 + 76 + 70 and [e.minutes for e in gpu] == [6.5]
 
     data = tmp_path / "data"  # --set data=...: the folders the recipe reads, empty here (nothing runs)
     for folder in ("iam/train", "iam/train_extra", "iam/val", "stanford_memorials_1905", "gw_washington_1755",
@@ -92,8 +94,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
     assert code == 0  # every stage reads its data from the data setting, none from beside the repository
     for name in names:
         assert f" {name} " in out
-    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,780" in out
-    assert "--max-steps 8224" in out and "done: 0 of 65 stages" in out
+    assert f"variables: data={data.resolve()}" in out and "expected in all: 1,795" in out
+    assert "--max-steps 8224" in out and "done: 0 of 72 stages" in out
     assert not (tmp_path / "work").exists()  # a dry run writes nothing
 
 
