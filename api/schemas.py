@@ -116,7 +116,7 @@ class BatchPrediction(BaseModel):
                             },
                         },
                     ],
-                    "model_version": "crnn-latin-2026.12.06a",
+                    "model_version": "crnn-latin-2026.12.07a",
                     "elapsed_ms": 31.2,
                     "inference_ms": 18.0,
                     "preprocess_ms": 4.1,
@@ -236,7 +236,7 @@ class PagePrediction(BaseModel):
                         }
                     ],
                     "text": "hello world",
-                    "model_version": "crnn-latin-2026.12.06a",
+                    "model_version": "crnn-latin-2026.12.07a",
                     "elapsed_ms": 412.5,
                     "segment_ms": 96.3,
                     "inference_ms": 288.1,
