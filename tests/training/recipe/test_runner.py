@@ -73,7 +73,8 @@ def test_bundled_recipe_validates_and_dry_run_lists_its_stages(tmp_path, capsys)
         "tune-fr-archives", "three-readings-fr-archives", "logits-archives", "tune-archives",
         "three-readings-archives", "export-archives", "segmenter-archives", "export-segmenter-archives",
         "segmenter-archives2", "segmenter-letterheads", "s17-archives", "s18-distill",
-        "s18-soup", "tune-fr-07a", "three-readings-fr-07a", "logits-07a", "tune-07a", "three-readings-07a", "export-07a"]
+        "s18-soup", "tune-fr-07a", "three-readings-fr-07a", "logits-07a", "tune-07a", "three-readings-07a",
+        "export-07a"]
     # Every input is made by an earlier stage, or is data from outside (the IAM and out-of-domain folders).
     outside = (Path(recipe.variables["data"]),)  # the data setting, nothing beside the repository
     for stage in recipe.stages:
