@@ -66,7 +66,7 @@ def compute_loss(
     (floats).
     """
     logits, captured = forward(model, batch, interctc)  # (B, T, C)
-    frames = model.output_lengths(batch.widths)  # (B,)
+    frames = line_frames = model.output_lengths(batch.widths)  # (B,)
     if loss_kind == "nll":
         return nll_loss(logits, batch, frames), {"used": len(batch.texts), "infeasible": 0}
     rows = feasible_rows(frames, batch.texts)
@@ -98,7 +98,7 @@ def compute_loss(
     if teacher is not None:
         with torch.no_grad():
             teacher_logits = teacher(batch.images, batch.widths)  # (B, T, C)
-        distill = distillation_term(logits, teacher_logits, model.output_lengths(batch.widths))
+        distill = distillation_term(logits, teacher_logits, line_frames)
         info.setdefault("ctc_loss", float(loss.detach()))
         info["distill_loss"] = float(distill.detach())
         loss = loss + distill_weight * distill
