@@ -189,17 +189,42 @@ def load_teacher(path: Path, model: torch.nn.Module, codec: Codec, device: torch
     compared with the model's frame by frame, so it must give the same frames for every width and read the
     same alphabet in the same order; anything else is refused with the reason."""
     theirs = load_checkpoint(path, map_location="cpu")
-    if theirs.codec.charset != codec.charset:
+    own, their_charset = codec.charset, theirs.codec.charset
+    if not own.startswith(their_charset):
         raise TrainingError(f"--distill-from {path}: its alphabet differs from this run's "
-                            f"({len(theirs.codec.charset)} against {len(codec.charset)} characters)")
+                            f"({len(their_charset)} against {len(own)} characters; only an alphabet extended "
+                            "at its end, as --finetune extends it, can learn from it)")
     teacher = theirs.build_model().to(device).eval()
     widths = torch.tensor([16, 64, 257, 1000, 3001])
     if not torch.equal(teacher.output_lengths(widths).cpu(), model.output_lengths(widths).cpu()):
         raise TrainingError(f"--distill-from {path}: its windows give other frame counts than this run's model")
     for parameter in teacher.parameters():
         parameter.requires_grad_(False)
-    print(f"distilling from {path} (weight in the loss: see --distill-weight)")
+    extra = len(own) - len(their_charset)
+    if extra:
+        teacher = ExtendedTeacher(teacher, extra).eval()
+    print(f"distilling from {path} (weight in the loss: see --distill-weight)"
+          + (f"; {extra} new characters it never reads" if extra else ""))
     return teacher
+
+
+class ExtendedTeacher(torch.nn.Module):
+    """A teacher whose alphabet the run extended (``--finetune`` appends the labels' new characters): its scores
+    for the new characters are a large negative constant, so it gives them no probability and the distillation
+    term asks nothing of them (a finite constant, not -inf, keeps 0 x log 0 from becoming nan)."""
+
+    def __init__(self, teacher: torch.nn.Module, extra: int) -> None:
+        super().__init__()
+        self.teacher = teacher
+        self.extra = extra
+
+    def forward(self, images: torch.Tensor, widths: torch.Tensor | None = None) -> torch.Tensor:
+        logits = self.teacher(images, widths)  # (B, T, C_teacher)
+        pad = logits.new_full((*logits.shape[:-1], self.extra), -1e4)  # (B, T, extra)
+        return torch.cat([logits, pad], dim=-1)  # (B, T, C_teacher + extra)
+
+    def output_lengths(self, widths: torch.Tensor) -> torch.Tensor:
+        return self.teacher.output_lengths(widths)
 
 
 def run_checkpoint(run: Run, val_cer: float | None = None, with_train_state: bool = False,

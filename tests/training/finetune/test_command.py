@@ -62,11 +62,12 @@ def test_finetune_end_to_end(tmp_path, capsys):
     text.write_text(LM_TEXT, encoding="utf-8")
     run = tmp_path / "run"
     assert finetune("--data", str(data), "--run-dir", str(run), "--max-steps", "4", "--lm-text", str(text),
-                    "--data-licence", "CC0-1.0") == 0
+                    "--data-licence", "CC0-1.0", "--distill-weight", "1") == 0
     out = capsys.readouterr().out
     assert "1 new from the labels" in out and "'ő' (U+0151 LATIN SMALL LETTER O WITH DOUBLE ACUTE): 2 times" in out
     assert "'ő' start from their base letters" in out
     assert "held-out lines (2), CER: greedy parent" in out and "beam (en) parent" in out
+    assert "teacher: the parent, weight 1" in out and "1 new characters it never reads" in out
     parent = load_checkpoint(DEFAULT_CHECKPOINT)
     best = load_checkpoint(run / "best.pt")
     assert best.codec.charset == parent.codec.charset + "ő"  # grown, old characters in place
@@ -179,6 +180,33 @@ def test_replay_mixes_in_parent_lines(tmp_path):
     plan = plan_finetune(args)
     assert len(plan.train) == 14 + 5 and plan.card["replay_lines"] == 5
     assert sum(r.path.parent == replay for r in plan.train) == 5
+
+
+def test_the_parent_teaches_when_given_a_weight(tmp_path):
+    """No teacher by default (it costs the user's own hand: finetuning.md); --distill-weight W makes the parent
+    one (its alphabet extended by the labels' new characters), --distill-from names another; a --charset that
+    reorders the parent's alphabet (whose scores could not be matched) or a non-CTC loss is refused with it."""
+    data = make_lines(tmp_path / "mine")
+
+    def run_config(*flags: str):
+        args = build_parser().parse_args(["--finetune", str(DEFAULT_CHECKPOINT), "--data", str(data),
+                                          "--run-dir", str(tmp_path / "run"), *flags])
+        return plan_finetune(args).config.run
+
+    assert run_config().distill_from == ""
+    taught = run_config("--distill-weight", "0.5")
+    assert taught.distill_from == str(DEFAULT_CHECKPOINT) and taught.distill_weight == 0.5
+    assert run_config("--distill-weight", "0").distill_from == ""
+    other = tmp_path / "teacher.pt"
+    assert run_config("--distill-from", str(other)).distill_from == str(other)
+    reordered = tmp_path / "charset.txt"
+    reordered.write_text("\n".join(sorted(set(load_checkpoint(DEFAULT_CHECKPOINT).codec.charset + "ő"),
+                                         reverse=True)), encoding="utf-8")
+    assert run_config("--charset", str(reordered)).distill_from == ""
+    with pytest.raises(ValueError, match="reorders it"):
+        run_config("--charset", str(reordered), "--distill-weight", "1")
+    with pytest.raises(ValueError, match="needs --loss ctc"):
+        run_config("--loss", "nll", "--distill-weight", "1")
 
 
 def test_extended_codec_appends_new_characters_with_counts():

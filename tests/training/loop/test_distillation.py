@@ -106,6 +106,29 @@ def test_a_teacher_of_another_alphabet_or_other_windows_is_refused(tmp_path):
         load_teacher(tmp_path / "parent" / "best.pt", wider, Codec(), torch.device("cpu"))
 
 
+def test_a_teacher_whose_alphabet_the_run_extended_gives_the_new_characters_nothing(tmp_path):
+    """--finetune appends the labels' new characters to the parent's alphabet: the parent still teaches, its
+    scores padded so the new characters get no probability, and the term stays finite."""
+    fit(tiny_config(tmp_path / "parent"))
+    parent = load_checkpoint(tmp_path / "parent" / "best.pt")
+    extended = Codec(parent.codec.charset + "\u0153\u00e6")
+    model = build_model(dataclasses.replace(tiny_config(tmp_path).model, num_classes=len(extended.charset) + 1))
+    teacher = load_teacher(tmp_path / "parent" / "best.pt", model, extended, torch.device("cpu"))
+    batch = small_batch()
+    with torch.no_grad():
+        scores = teacher(batch.images, batch.widths)  # (B, T, C + 2)
+        alone = parent.build_model().eval()(batch.images, batch.widths)  # (B, T, C)
+        logits = model(batch.images, batch.widths)
+    assert scores.shape[-1] == alone.shape[-1] + 2 == logits.shape[-1]
+    assert torch.allclose(scores[..., :-2], alone)
+    assert float(scores.softmax(-1)[..., -2:].max()) == 0.0
+    term = distillation_term(logits, scores, model.output_lengths(batch.widths))
+    assert torch.isfinite(term) and float(term) > 0
+    with pytest.raises(TrainingError, match="alphabet differs"):  # extended, but not at its end
+        load_teacher(tmp_path / "parent" / "best.pt", model, Codec("\u0153\u00e6" + parent.codec.charset),
+                     torch.device("cpu"))
+
+
 def test_flags_and_config_errors():
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)
