@@ -1,7 +1,8 @@
 """Fine-tune a recognizer on a few hundred lines of one hand or language, in one command.
 
     text-recognizer-train --finetune CHECKPOINT --data MY_LINES [MORE...] [--val-data DIR...]
-        [--lm-text FILE_OR_FOLDER...] [--replay DIR... --replay-lines N] [--data-licence TEXT] [--dry-run]
+        [--lm-text FILE_OR_FOLDER...] [--replay DIR... --replay-lines N] [--distill-weight W]
+        [--data-licence TEXT] [--dry-run]
         [any training flag]
 
 Why: adapting the bundled model to a collection used to need its whole architecture repeated on the command
@@ -14,6 +15,8 @@ defaults chosen for a few hundred lines (``finetune_defaults``; benchmarks/resul
 - without ``--val-data``, 10% of the lines are held out (seeded; whole pages for PAGE/ALTO folders) to choose
   ``best.pt`` and to report on; the split is written to ``<run>/finetune/`` so it can be checked and reused;
 - ``--replay DIR`` mixes lines the parent was trained on (e.g. IAM) into every epoch, so it forgets less;
+  ``--distill-weight W`` makes the parent a teacher on the user's own lines instead (no old lines needed;
+  off by default: it keeps other hands but learns the user's less, ``DEFAULT_DISTILL_WEIGHT``);
 - the decoder keeps what the parent knew: every decoder bundle of the parent (each language) travels; the one
   of the lines' language (``--language``, else detected among the parent's) has the training lines and
   ``--lm-text`` mixed into its language models (``training/decoder/extend.py``), and its beam settings and
