@@ -498,7 +498,8 @@ def _teacher(given: dict, parent: Checkpoint, parent_path: Path, codec: Codec, r
     """With ``--distill-weight W`` (and no ``--distill-from``), the parent as the run's teacher at weight W
     (learning without forgetting); none by default, because it buys keeping other hands at the price of learning
     the user's less (``DEFAULT_DISTILL_WEIGHT``). Refuses a teacher whose scores cannot be matched to the
-    model's: a ``--charset`` that is not the parent's alphabet extended at its end, or a loss other than CTC."""
+    model's: a ``--charset`` that is not the parent's alphabet extended at its end (a loss other than CTC is
+    refused by the run's config, as for any ``--distill-from``)."""
     if given.get("run.distill_from"):
         report.append(f"teacher: {given['run.distill_from']} (--distill-from), weight "
                       f"{given.get('run.distill_weight', 1.0):g}")
@@ -511,8 +512,6 @@ def _teacher(given: dict, parent: Checkpoint, parent_path: Path, codec: Codec, r
     if not codec.charset.startswith(parent.codec.charset):
         raise ValueError("--distill-weight: the parent can teach only an alphabet that extends its own at the end; "
                          "the --charset given reorders it")
-    if given.get("run.loss", "ctc") != "ctc":
-        raise ValueError(f"--distill-weight needs --loss ctc, got --loss {given['run.loss']}")
     report.append(f"teacher: the parent, weight {weight:g} (keeps the model's readings near the parent's where "
                   "your lines do not pull them away)")
     return {"run.distill_from": str(parent_path), "run.distill_weight": weight}
